@@ -1,0 +1,11 @@
+// Package redistest starts private redis-server processes for tests.
+//
+// Start launches a server on a free loopback port in a temporary directory; Shared returns one
+// server per test binary, for the many tests that only need isolation by key prefix (Prefix).
+// A Server can be stopped, killed with SIGKILL and started again with its data, which the
+// failure tests use. RELQ_TEST_REDIS_URL points Shared at an existing server instead; tests
+// that need to stop or restart Redis then skip, since they cannot control that server.
+//
+// Test packages call Main from TestMain: it runs the tests, stops the shared server and checks
+// for leaked goroutines.
+package redistest

@@ -1,0 +1,73 @@
+package redistest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// EnvURL names the environment variable that points the tests at an existing server.
+const EnvURL = "RELQ_TEST_REDIS_URL"
+
+var (
+	sharedOnce   sync.Once
+	sharedServer *Server
+	sharedErr    error
+	sharedDir    string
+)
+
+// Shared returns the test binary's shared server, started on first use (or the server of
+// RELQ_TEST_REDIS_URL). Tests on it isolate themselves with Prefix and never FLUSHDB.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	sharedOnce.Do(func() {
+		if url := os.Getenv(EnvURL); url != "" {
+			sharedServer = &Server{url: url, external: true}
+			return
+		}
+		sharedDir, sharedErr = os.MkdirTemp("", "relq-redistest-*")
+		if sharedErr != nil {
+			return
+		}
+		sharedServer, sharedErr = start(sharedDir, Options{})
+	})
+	if sharedErr != nil {
+		t.Fatalf("redistest: shared server: %v", sharedErr)
+	}
+	return sharedServer
+}
+
+// Prefix returns a key prefix unique to this test, so tests can share a server and run in
+// parallel.
+func Prefix(t testing.TB) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := strings.NewReplacer("/", "-", " ", "_", "{", "", "}", "", "*", "", "?", "", "[", "", "]", "", ":", "-").Replace(t.Name())
+	if len(name) > 60 {
+		name = name[len(name)-60:]
+	}
+	return fmt.Sprintf("relqtest-%s-%s", name, hex.EncodeToString(b[:]))
+}
+
+// Main runs a test package: the tests, then it stops the shared server and fails the run if
+// goroutines leaked. Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if sharedServer != nil && !sharedServer.external {
+		_ = sharedServer.Stop()
+		_ = os.RemoveAll(sharedDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

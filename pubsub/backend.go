@@ -1,0 +1,295 @@
+package pubsub
+
+import (
+	"context"
+	"time"
+)
+
+// DefaultGroup is the group of a subscriber that configures none, and the group that receives
+// messages published to a topic that has no group yet, so nothing published is dropped.
+const DefaultGroup = "default"
+
+// Backend is one Redis data structure keeping relq's delivery contract. All methods are safe
+// for concurrent use. Every state change a method makes is one Lua script or one atomic Redis
+// command. Methods return the sentinel errors of this package (ErrInvalidName, ...) or the
+// Redis client's error for connectivity failures, which callers retry.
+//
+// Topic, group and consumer names are validated by the caller (Publisher/Subscriber) with
+// ValidateName; backends may validate again.
+type Backend interface {
+	// Name is a short identifier of the backend: "list", "zset" or "streams".
+	Name() string
+
+	// Capabilities declares where this backend's semantics differ from the others.
+	Capabilities() Capabilities
+
+	// Publish stores a batch of messages of one topic in one round trip and returns their
+	// delivery IDs, in order. It returns nil only once Redis stored every message. Each
+	// registered group of the topic receives every message; with no group registered yet the
+	// message goes to DefaultGroup.
+	Publish(ctx context.Context, p *PublishParams) ([]string, error)
+
+	// EnsureGroup registers a group on a topic, so that it receives every message published
+	// from now on (and older ones where Capabilities.NewGroupReplay). Idempotent.
+	EnsureGroup(ctx context.Context, p *EnsureGroupParams) error
+
+	// Claim moves up to p.Count ready messages of a group to pending under a lease that
+	// expires p.Lease after the Redis clock's now, increments each one's attempt and returns
+	// them. With nothing ready it waits up to p.Block for a message (a bounded blocking
+	// command, never a busy poll), then returns what it has, possibly nothing.
+	Claim(ctx context.Context, p *ClaimParams) ([]Delivery, error)
+
+	// Ack removes deliveries from the group's pending set. Idempotent, and accepted from any
+	// holder: the work is done. Acks of an attempt the caller no longer holds count as stale.
+	Ack(ctx context.Context, p *AckParams) (AckResult, error)
+
+	// Nack returns deliveries to ready after their delay, only where the caller still holds
+	// that attempt (fencing); stale items are ignored and counted. An item whose attempt has
+	// reached p.MaxDeliveries, or that is marked DeadLetter, goes to the dead-letter store
+	// with its reason instead. An item marked Release goes back at once without counting as
+	// an attempt (a subscriber closing with prefetched messages).
+	Nack(ctx context.Context, p *NackParams) (NackResult, error)
+
+	// Extend pushes the lease deadline of the held deliveries to Redis now + p.Lease and
+	// returns the IDs the caller no longer holds.
+	Extend(ctx context.Context, p *ExtendParams) (lost []string, err error)
+
+	// Reclaim returns expired leases of a group to ready, dead-letters those whose attempts
+	// reached p.MaxDeliveries, promotes due delayed messages, and gives a lease to any
+	// delivery found pending without one (so it is reclaimed when that lease expires).
+	// Any process may call it at any time; it is idempotent.
+	Reclaim(ctx context.Context, p *ReclaimParams) (ReclaimResult, error)
+
+	// DeadLetters lists a group's dead letters, oldest first, from p.Offset.
+	DeadLetters(ctx context.Context, p *DeadLettersParams) ([]DeadLetter, error)
+
+	// RequeueDeadLetters moves dead letters back to ready with their attempts reset: the IDs
+	// given, or all of them when p.All. It returns how many were requeued.
+	RequeueDeadLetters(ctx context.Context, p *RequeueParams) (int, error)
+
+	// PurgeDeadLetters deletes a group's dead letters for good and returns how many.
+	PurgeDeadLetters(ctx context.Context, p *PurgeParams) (int, error)
+
+	// Groups lists the groups registered on a topic.
+	Groups(ctx context.Context, topic string) ([]string, error)
+
+	// Stats reports the state of one group of a topic and the topic's counters.
+	Stats(ctx context.Context, p *StatsParams) (Stats, error)
+}
+
+// Capabilities declares where a backend's semantics differ. Conformance uses them to choose
+// tests; the docs print them as a table.
+type Capabilities struct {
+	// FIFO: with one consumer and Concurrency 1, messages are delivered in publish order.
+	FIFO bool
+	// NewGroupReplay: a group created after messages were published can receive them.
+	NewGroupReplay bool
+	// Priorities: messages due at the same time are ordered by their priority.
+	Priorities bool
+	// NativeDelay: delayed messages live in the ready store itself (no promotion step).
+	NativeDelay bool
+	// PendingOrphans: a delivery can reach pending without a lease record (list's BLMOVE
+	// window); Reclaim recovers such orphans. Conformance injects one through Faults.
+	PendingOrphans bool
+}
+
+// OutMessage is one message to publish.
+type OutMessage struct {
+	Envelope Envelope
+	// Delay makes the message due this long after the Redis clock's now; zero is due now.
+	Delay time.Duration
+	// Priority orders messages due at the same time where Capabilities.Priorities: higher
+	// first. Other backends ignore it.
+	Priority int
+}
+
+// PublishParams are the inputs of Backend.Publish.
+type PublishParams struct {
+	Topic    string
+	Messages []OutMessage
+}
+
+// EnsureGroupParams are the inputs of Backend.EnsureGroup.
+type EnsureGroupParams struct {
+	Topic string
+	Group string
+	// FromOldest makes a new group start from the oldest retained message, where the backend
+	// has Capabilities.NewGroupReplay; otherwise the group starts with the next publish.
+	FromOldest bool
+}
+
+// ClaimParams are the inputs of Backend.Claim.
+type ClaimParams struct {
+	Topic    string
+	Group    string
+	Consumer string
+	Count    int
+	Lease    time.Duration
+	// Block bounds how long Claim waits when nothing is ready. Zero returns at once.
+	Block time.Duration
+}
+
+// Delivery is one claimed message.
+type Delivery struct {
+	// ID is the delivery ID: unique and monotonic within the topic, never reused.
+	ID string
+	// Attempt counts deliveries of this message to its group, 1 on the first.
+	Attempt int
+	// Envelope is the decoded message. When Err is set it is empty.
+	Envelope Envelope
+	// Err is set (wrapping ErrCorruptEntry) when the stored entry could not be decoded; the
+	// caller dead-letters it with Nack(DeadLetter) and the error as reason.
+	Err error
+}
+
+// Held names a delivery attempt that a consumer holds: the fencing token.
+type Held struct {
+	ID      string
+	Attempt int
+}
+
+// AckParams are the inputs of Backend.Ack.
+type AckParams struct {
+	Topic    string
+	Group    string
+	Consumer string
+	Items    []Held
+}
+
+// AckResult reports what an Ack did.
+type AckResult struct {
+	Acked int // deliveries removed from pending
+	Stale int // items whose attempt the caller no longer held (still acked if pending)
+}
+
+// NackItem is one delivery to nack.
+type NackItem struct {
+	ID      string
+	Attempt int
+	// Delay before the message is ready again.
+	Delay time.Duration
+	// Reason is kept with a dead letter.
+	Reason string
+	// DeadLetter sends the delivery to the dead-letter store now (corrupt entries).
+	DeadLetter bool
+	// Release returns the delivery at once without counting the attempt (never handled).
+	Release bool
+}
+
+// NackParams are the inputs of Backend.Nack.
+type NackParams struct {
+	Topic    string
+	Group    string
+	Consumer string
+	Items    []NackItem
+	// MaxDeliveries: an item whose attempt is >= MaxDeliveries is dead-lettered. Zero means
+	// no limit.
+	MaxDeliveries int
+}
+
+// NackResult reports what a Nack did.
+type NackResult struct {
+	Requeued     int
+	DeadLettered int
+	Stale        int // items the caller no longer held: ignored
+}
+
+// ExtendParams are the inputs of Backend.Extend.
+type ExtendParams struct {
+	Topic    string
+	Group    string
+	Consumer string
+	Items    []Held
+	Lease    time.Duration
+}
+
+// ReclaimParams are the inputs of Backend.Reclaim.
+type ReclaimParams struct {
+	Topic string
+	Group string
+	// MaxDeliveries: an expired delivery whose attempt is >= MaxDeliveries is dead-lettered
+	// with reason "lease expired after N attempts". Zero means no limit.
+	MaxDeliveries int
+	// OrphanLease is the lease given to a pending delivery found without one.
+	OrphanLease time.Duration
+	// Count bounds the deliveries handled in one call; the backend picks a default if zero.
+	Count int
+}
+
+// ReclaimResult reports what a Reclaim did.
+type ReclaimResult struct {
+	Reclaimed    int // expired leases returned to ready
+	DeadLettered int
+	Orphans      int // pending deliveries without a lease that got one
+	Promoted     int // delayed messages that became ready
+}
+
+// DeadLetter is one message in a group's dead-letter store.
+type DeadLetter struct {
+	ID       string
+	Topic    string
+	Group    string
+	Envelope Envelope
+	// Raw holds the stored bytes when the entry could not be decoded.
+	Raw      []byte
+	Reason   string
+	Attempts int
+	// DeadAt is when it was dead-lettered (Redis clock).
+	DeadAt time.Time
+}
+
+// DeadLettersParams are the inputs of Backend.DeadLetters.
+type DeadLettersParams struct {
+	Topic  string
+	Group  string
+	Offset int
+	Count  int // zero: 100
+}
+
+// RequeueParams are the inputs of Backend.RequeueDeadLetters.
+type RequeueParams struct {
+	Topic string
+	Group string
+	IDs   []string
+	All   bool
+}
+
+// PurgeParams are the inputs of Backend.PurgeDeadLetters.
+type PurgeParams struct {
+	Topic string
+	Group string
+}
+
+// StatsParams are the inputs of Backend.Stats.
+type StatsParams struct {
+	Topic string
+	Group string
+}
+
+// Stats is the state of one group of a topic, read from Redis, so it is global across
+// processes.
+type Stats struct {
+	Topic   string
+	Group   string
+	Ready   int64 // due and waiting to be claimed
+	Delayed int64 // waiting for their due time (including nack backoff)
+	Pending int64 // claimed and not yet acked (in flight)
+	Dead    int64
+	// OldestPendingAge is how long the oldest pending delivery has been pending; zero if none.
+	OldestPendingAge time.Duration
+	// OldestReadyAge is how long the oldest ready message has been ready; zero if none.
+	OldestReadyAge time.Duration
+	Counters       Counters
+}
+
+// Counters are cumulative per group (Published counts messages routed to the group).
+type Counters struct {
+	Published    int64
+	Claimed      int64
+	Acked        int64
+	Nacked       int64
+	Reclaimed    int64
+	DeadLettered int64
+	StaleAcks    int64
+	StaleNacks   int64
+}

@@ -1,0 +1,72 @@
+package pubsub
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// Metadata keys. Keys starting with ReservedPrefix belong to relq: the subscriber sets the
+// delivery keys on every message it delivers (and the publisher drops them, so forwarding a
+// received message works); the control keys are read by the publisher and subscriber; any
+// other key with the prefix is rejected with ErrReservedMetadata, to catch typos.
+const (
+	ReservedPrefix = "_relq_"
+
+	// Set on delivered messages.
+	MetadataDeliveryID = "_relq_delivery_id"
+	MetadataAttempt    = "_relq_attempt"
+	MetadataTopic      = "_relq_topic"
+	MetadataGroup      = "_relq_group"
+
+	// Control keys, set with the helpers below.
+	MetadataDelayMs     = "_relq_delay_ms"      // publish: deliver this many ms after publish
+	MetadataPriority    = "_relq_priority"      // publish: priority (backends with Priorities)
+	MetadataNackDelayMs = "_relq_nack_delay_ms" // nack: redeliver after this many ms
+
+	// Watermill's components/delay keys, honoured on publish.
+	WatermillDelayedUntil = "_watermill_delayed_until"
+	WatermillDelayedFor   = "_watermill_delayed_for"
+)
+
+// DeliveryID returns the delivery ID of a message received from a Subscriber, or "".
+func DeliveryID(msg *message.Message) string { return msg.Metadata.Get(MetadataDeliveryID) }
+
+// Attempt returns how many times this message has been delivered to its group, counting this
+// delivery (1 on the first), or 0 for a message that did not come from a Subscriber.
+func Attempt(msg *message.Message) int {
+	n, _ := strconv.Atoi(msg.Metadata.Get(MetadataAttempt))
+	return n
+}
+
+// SetDelay makes a message due d after it is published, with millisecond precision on the
+// Redis clock. It overrides Watermill's delay metadata.
+func SetDelay(msg *message.Message, d time.Duration) {
+	msg.Metadata.Set(MetadataDelayMs, strconv.FormatInt(d.Milliseconds(), 10))
+}
+
+// SetPriority sets a message's priority: among messages due at the same time, higher
+// priorities are delivered first on backends that support priorities.
+func SetPriority(msg *message.Message, p int) {
+	msg.Metadata.Set(MetadataPriority, strconv.Itoa(p))
+}
+
+// SetNackDelay sets how long after a Nack the message is redelivered, overriding the
+// subscriber's backoff for this delivery. Call it before msg.Nack().
+func SetNackDelay(msg *message.Message, d time.Duration) {
+	msg.Metadata.Set(MetadataNackDelayMs, strconv.FormatInt(d.Milliseconds(), 10))
+}
+
+// isDeliveryKey reports keys that the subscriber sets on delivery.
+func isDeliveryKey(k string) bool {
+	switch k {
+	case MetadataDeliveryID, MetadataAttempt, MetadataTopic, MetadataGroup, MetadataNackDelayMs:
+		return true
+	}
+	return false
+}
+
+// isReserved reports keys in relq's namespace.
+func isReserved(k string) bool { return strings.HasPrefix(k, ReservedPrefix) }
