@@ -1,0 +1,203 @@
+package pubsub
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults of PublisherConfig and SubscriberConfig.
+const (
+	MaxMessageBytesDefault   = 1 << 20
+	ConcurrencyDefault       = 1
+	PrefetchDefault          = 10
+	LeaseDefault             = 30 * time.Second
+	MaxDeliveriesDefault     = 10
+	NackDelayMinDefault      = 100 * time.Millisecond
+	NackDelayMaxDefault      = 30 * time.Second
+	BlockDefault             = 500 * time.Millisecond
+	CloseTimeoutDefault      = 30 * time.Second
+	RetryMinDefault          = 50 * time.Millisecond
+	RetryMaxDefault          = 5 * time.Second
+	heartbeatFractionDefault = 3
+)
+
+// PublisherConfig configures a Publisher.
+type PublisherConfig struct {
+	// MaxMessageBytes bounds the encoded size of one message (UUID, metadata and payload).
+	// Defaults to MaxMessageBytesDefault (1 MiB).
+	MaxMessageBytes int
+	// WaitReplicas, when positive, makes Publish wait (Redis WAIT) until that many replicas
+	// acknowledged the write, so a failover loses nothing Publish reported as stored.
+	// Defaults to 0 (no wait).
+	WaitReplicas int
+	// WaitTimeout bounds the WAIT. Defaults to 1s when WaitReplicas is set.
+	WaitTimeout time.Duration
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c PublisherConfig) WithDefaults() PublisherConfig {
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = MaxMessageBytesDefault
+	}
+	if c.WaitReplicas > 0 && c.WaitTimeout == 0 {
+		c.WaitTimeout = time.Second
+	}
+	return c
+}
+
+func (c PublisherConfig) validate() error {
+	switch {
+	case c.MaxMessageBytes < 0:
+		return &ConfigError{Field: "MaxMessageBytes", Reason: "must not be negative"}
+	case c.WaitReplicas < 0:
+		return &ConfigError{Field: "WaitReplicas", Reason: "must not be negative"}
+	case c.WaitTimeout < 0:
+		return &ConfigError{Field: "WaitTimeout", Reason: "must not be negative"}
+	}
+	return nil
+}
+
+// Backoff returns the redelivery delay after a Nack of the given attempt (1 on the first
+// delivery).
+type Backoff func(attempt int) time.Duration
+
+// ExponentialBackoff doubles from min per attempt up to max.
+func ExponentialBackoff(min, max time.Duration) Backoff {
+	return func(attempt int) time.Duration {
+		d := min
+		for i := 1; i < attempt && d < max; i++ {
+			d *= 2
+		}
+		if d > max {
+			d = max
+		}
+		return d
+	}
+}
+
+// SubscriberConfig configures a Subscriber. Every Subscribe call of one Subscriber uses it.
+type SubscriberConfig struct {
+	// Group is the consumer group: every group receives every message, and the consumers of
+	// one group share its messages. Defaults to DefaultGroup ("default").
+	Group string
+	// Consumer names this subscriber inside its group, for leases and stats.
+	// Defaults to "<hostname>-<pid>-<random>".
+	Consumer string
+	// Concurrency is how many messages one Subscribe call has in flight (delivered and not
+	// yet acked or nacked). Defaults to 1, so handlers see messages one at a time in order.
+	Concurrency int
+	// Prefetch is how many claimed messages wait in memory, beyond those in flight, so a
+	// handler rarely waits for a round trip. They hold leases too; Close releases them at
+	// once. Defaults to PrefetchDefault (10); set -1 for no prefetch.
+	Prefetch int
+	// Lease is how long a claimed message stays with this subscriber without a heartbeat
+	// before another may reclaim it. Defaults to LeaseDefault (30s).
+	Lease time.Duration
+	// HeartbeatInterval is how often leases of held messages are extended.
+	// Defaults to Lease/3.
+	HeartbeatInterval time.Duration
+	// ReclaimInterval is how often this subscriber returns expired leases of its group to
+	// ready, with ±20% jitter. Defaults to Lease/2.
+	ReclaimInterval time.Duration
+	// MaxDeliveries is how many deliveries a message gets before it is dead-lettered, on a
+	// nack or when its lease expires. Defaults to MaxDeliveriesDefault (10); -1 means no limit.
+	MaxDeliveries int
+	// NackBackoff gives the redelivery delay after a Nack; SetNackDelay overrides it per
+	// message. Defaults to ExponentialBackoff(NackDelayMinDefault, NackDelayMaxDefault).
+	NackBackoff Backoff
+	// Block bounds one blocking claim, and so how long Close may wait for a claim in
+	// progress. Defaults to BlockDefault (500ms).
+	Block time.Duration
+	// CloseTimeout is how long Close waits for in-flight handlers to ack or nack; their
+	// leases then expire and the messages are reclaimed. Defaults to CloseTimeoutDefault (30s).
+	CloseTimeout time.Duration
+	// RetryMin and RetryMax bound the capped exponential backoff between attempts while
+	// Redis is unreachable. Default to RetryMinDefault (50ms) and RetryMaxDefault (5s).
+	RetryMin time.Duration
+	RetryMax time.Duration
+	// FromOldest makes a new group start from the oldest retained message on backends with
+	// Capabilities.NewGroupReplay. Defaults to false (new messages only).
+	FromOldest bool
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (c SubscriberConfig) WithDefaults() SubscriberConfig {
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.Consumer == "" {
+		host, _ := os.Hostname()
+		if ValidateName("consumer", host) != nil {
+			host = "consumer"
+		}
+		c.Consumer = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = ConcurrencyDefault
+	}
+	if c.Prefetch == 0 {
+		c.Prefetch = PrefetchDefault
+	} else if c.Prefetch < 0 {
+		c.Prefetch = 0
+	}
+	if c.Lease == 0 {
+		c.Lease = LeaseDefault
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = c.Lease / heartbeatFractionDefault
+	}
+	if c.ReclaimInterval == 0 {
+		c.ReclaimInterval = c.Lease / 2
+	}
+	if c.MaxDeliveries == 0 {
+		c.MaxDeliveries = MaxDeliveriesDefault
+	} else if c.MaxDeliveries < 0 {
+		c.MaxDeliveries = 0
+	}
+	if c.NackBackoff == nil {
+		c.NackBackoff = ExponentialBackoff(NackDelayMinDefault, NackDelayMaxDefault)
+	}
+	if c.Block == 0 {
+		c.Block = BlockDefault
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = CloseTimeoutDefault
+	}
+	if c.RetryMin == 0 {
+		c.RetryMin = RetryMinDefault
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = RetryMaxDefault
+	}
+	return c
+}
+
+// validate checks a config after WithDefaults.
+func (c SubscriberConfig) validate() error {
+	if err := ValidateName("group", c.Group); err != nil {
+		return &ConfigError{Field: "Group", Reason: err.Error()}
+	}
+	if err := ValidateName("consumer", c.Consumer); err != nil {
+		return &ConfigError{Field: "Consumer", Reason: err.Error()}
+	}
+	switch {
+	case c.Concurrency < 1:
+		return &ConfigError{Field: "Concurrency", Reason: "must be at least 1"}
+	case c.Lease < 10*time.Millisecond:
+		return &ConfigError{Field: "Lease", Reason: "must be at least 10ms"}
+	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval >= c.Lease:
+		return &ConfigError{Field: "HeartbeatInterval", Reason: "must be positive and shorter than Lease"}
+	case c.ReclaimInterval <= 0:
+		return &ConfigError{Field: "ReclaimInterval", Reason: "must be positive"}
+	case c.Block < time.Millisecond:
+		return &ConfigError{Field: "Block", Reason: "must be at least 1ms"}
+	case c.CloseTimeout < 0:
+		return &ConfigError{Field: "CloseTimeout", Reason: "must not be negative"}
+	case c.RetryMin <= 0 || c.RetryMax < c.RetryMin:
+		return &ConfigError{Field: "RetryMax", Reason: "RetryMin must be positive and RetryMax at least RetryMin"}
+	}
+	return nil
+}
