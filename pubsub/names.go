@@ -6,10 +6,12 @@ import "unicode/utf8"
 const MaxNameLength = 200
 
 // ValidateName checks a topic, group, consumer or prefix name. kind names the field in the
-// error. Names are 1 to MaxNameLength bytes of printable ASCII without spaces, braces or '*?[]'
-// glob characters (and, for groups and consumers, without ':'): braces would break the {prefix:topic} hash tag that keeps every key of a
-// topic in one Cluster slot, glob characters would make SCAN patterns and ACL key patterns
-// match more than one topic, and a ':' in a group name could make two groups' keys collide.
+// error. Names are 1 to MaxNameLength bytes of printable ASCII without spaces, braces or the
+// glob characters *?[]\ ; only topics may hold ':'. Braces would break the {prefix:topic}
+// hash tag that keeps every key of a topic in one Cluster slot; glob characters would make
+// SCAN and ACL key patterns match more than one topic; and a ':' elsewhere could make two
+// names share keys (prefix "a:b" with topic "c" and prefix "a" with topic "b:c" would share
+// one tag).
 func ValidateName(kind, name string) error {
 	if name == "" {
 		return &NameError{Kind: kind, Name: name, Reason: "must not be empty"}
@@ -28,7 +30,7 @@ func ValidateName(kind, name string) error {
 			return &NameError{Kind: kind, Name: name, Reason: "braces are reserved for the key hash tag"}
 		case r == '*' || r == '?' || r == '[' || r == ']' || r == '\\':
 			return &NameError{Kind: kind, Name: name, Reason: "glob characters *?[]\\ are not allowed"}
-		case r == ':' && (kind == "group" || kind == "consumer"):
+		case r == ':' && kind != "topic":
 			return &NameError{Kind: kind, Name: name, Reason: "':' separates key parts and is not allowed here"}
 		}
 	}

@@ -1,0 +1,43 @@
+package list
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Faults injects states that only failures produce, so the conformance suite can check the
+// recovery paths against real Redis. It is for tests: production code never calls it.
+type Faults struct {
+	b *Backend
+}
+
+// Faults returns the fault injector of b. For tests only.
+func (b *Backend) Faults() *Faults { return &Faults{b: b} }
+
+// InjectCorrupt stores data, bypassing the envelope codec, as a new message ready for group on
+// topic (one inject.lua call), as foreign or corrupt data would be. Claiming it yields a
+// Delivery whose Err wraps pubsub.ErrCorruptEntry.
+func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []byte) error {
+	if err := f.b.check(ctx, "topic", topic, "group", group); err != nil {
+		return err
+	}
+	k := f.b.groupKeys(topic, group)
+	return injectScript.Run(ctx, f.b.client, k.injectKeys(), group, data).Err()
+}
+
+// InjectOrphan moves the next ready id of group to processing with one LMOVE and no lease, as
+// a consumer that died between BLMOVE and lease registration leaves it. It returns the id, or
+// "" when nothing is ready.
+func (f *Faults) InjectOrphan(ctx context.Context, topic, group string) (string, error) {
+	if err := f.b.check(ctx, "topic", topic, "group", group); err != nil {
+		return "", err
+	}
+	k := f.b.groupKeys(topic, group)
+	id, err := f.b.client.LMove(ctx, k.ready, k.processing, "RIGHT", "LEFT").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return id, err
+}

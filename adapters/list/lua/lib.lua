@@ -1,0 +1,99 @@
+-- lib.lua: helpers prepended to every script of the list adapter (see scripts.go). It declares
+-- no keys: every helper takes key names that the calling script received in KEYS, gathered
+-- in a table k (k.ready, k.processing, ...).
+
+-- Scripts read TIME before writing. Redis >= 5 replicates scripts by their effects, which
+-- allows that; the call keeps 6.x configured for verbatim replication safe (a no-op on 7).
+if redis.replicate_commands ~= nil then redis.replicate_commands() end
+
+-- now_ms is the Redis clock in milliseconds: the only clock relq trusts.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- unref drops one group's reference to a body and deletes the body with the last one.
+local function unref(k, id)
+  if redis.call('HINCRBY', k.refs, id, -1) <= 0 then
+    redis.call('HDEL', k.refs, id)
+    redis.call('HDEL', k.bodies, id)
+  end
+end
+
+-- unlease removes the lease, holder and pending-since of id (not its attempt count).
+local function unlease(k, id)
+  redis.call('ZREM', k.leases, id)
+  redis.call('HDEL', k.holders, id)
+  redis.call('ZREM', k.pending, id)
+end
+
+-- make_ready puts id back at the consume end of ready, ready since now.
+local function make_ready(k, id, now)
+  redis.call('RPUSH', k.ready, id)
+  redis.call('ZADD', k.readyat, now, id)
+end
+
+-- bury moves id (already out of processing and ready) to the dead-letter store.
+local function bury(k, id, reason, now)
+  redis.call('ZADD', k.dead, now, id)
+  redis.call('HSET', k.reasons, id, reason)
+end
+
+-- holds reports whether consumer holds attempt of id: the fencing check. An orphan lease has
+-- no holder, so nobody holds it.
+local function holds(k, id, consumer, attempt)
+  return redis.call('HGET', k.holders, id) == consumer and redis.call('HGET', k.attempts, id) == attempt
+end
+
+-- lease registers a claim of id (already in processing) for consumer and returns its attempt.
+-- Pending-since is kept when set (an orphan lease taken over), so the age counts from first sight.
+local function lease(k, id, consumer, now, deadline)
+  local attempt = redis.call('HINCRBY', k.attempts, id, 1)
+  redis.call('ZADD', k.leases, deadline, id)
+  redis.call('HSET', k.holders, id, consumer)
+  redis.call('ZADD', k.pending, 'NX', now, id)
+  redis.call('ZREM', k.readyat, id)
+  return attempt
+end
+
+-- forget drops every trace of id in this group: its body is gone (purged or foreign data), so
+-- there is nothing to deliver.
+local function forget(k, id)
+  redis.call('LREM', k.processing, 1, id)
+  redis.call('ZREM', k.readyat, id)
+  redis.call('HDEL', k.attempts, id)
+  unlease(k, id)
+end
+
+-- take moves up to n ids ready -> processing under a lease, appending id, attempt, body to out.
+-- Ids whose body is missing are forgotten; the loop is bounded so a run of them stays short.
+local function take(k, consumer, n, now, deadline, out)
+  local got, tries = 0, 0
+  while got < n and tries < n + 100 do
+    tries = tries + 1
+    local id = redis.call('LMOVE', k.ready, k.processing, 'RIGHT', 'LEFT')
+    if not id then break end
+    local body = redis.call('HGET', k.bodies, id)
+    if body then
+      out[#out + 1] = id
+      out[#out + 1] = lease(k, id, consumer, now, deadline)
+      out[#out + 1] = body
+      got = got + 1
+    else
+      forget(k, id)
+    end
+  end
+  return got
+end
+
+-- promote moves up to limit due delayed ids to the back of ready, ready since their due time.
+local function promote(k, now, limit)
+  local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  for i = 1, #due, 2 do
+    redis.call('ZREM', k.delayed, due[i])
+    redis.call('LPUSH', k.ready, due[i])
+    redis.call('ZADD', k.readyat, due[i + 1], due[i])
+  end
+  return #due / 2
+end
+
