@@ -21,7 +21,9 @@ const (
 	MetadataTopic      = "_relq_topic"
 	MetadataGroup      = "_relq_group"
 
-	// Control keys, set with the helpers below.
+	// Control keys, set with the helpers below. Publish reads the delay and priority and
+	// does not store them with the message: they instruct one publish, and a forwarded
+	// message should not be delayed again.
 	MetadataDelayMs     = "_relq_delay_ms"      // publish: deliver this many ms after publish
 	MetadataPriority    = "_relq_priority"      // publish: priority (backends with Priorities)
 	MetadataNackDelayMs = "_relq_nack_delay_ms" // nack: redeliver after this many ms

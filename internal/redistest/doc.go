@@ -3,8 +3,8 @@
 // Start launches a server on a free loopback port in a temporary directory; Shared returns one
 // server per test binary, for the many tests that only need isolation by key prefix (Prefix).
 // A Server can be stopped, killed with SIGKILL and started again with its data, which the
-// failure tests use. RELQ_TEST_REDIS_URL points Shared at an existing server instead; tests
-// that need to stop or restart Redis then skip, since they cannot control that server.
+// failure tests use. RELQ_TEST_REDIS_URL points Shared at an existing server instead; Start
+// always launches a private server, since the tests that call it stop or restart Redis.
 //
 // Test packages call Main from TestMain: it runs the tests, stops the shared server and checks
 // for leaked goroutines.

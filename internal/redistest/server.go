@@ -172,7 +172,7 @@ func (s *Server) Start() error {
 		return errors.New("redistest: server already running")
 	}
 	cmd := exec.Command("redis-server", s.args()...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("redistest: start redis-server: %w", err)

@@ -1,0 +1,178 @@
+package pubsub
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// subscription is one Subscribe call. Its goroutines:
+//
+//   - run, the supervisor: starts the others, waits for ctx cancellation or Close, and then
+//     shuts them down in order (see stop);
+//   - claimer: claims batches of up to the free capacity (Concurrency+Prefetch minus what is
+//     held) into buffer, blocking at most Block per claim;
+//   - Concurrency workers: each takes one delivery from buffer, sends it on out, and waits
+//     for the handler's Ack or Nack;
+//   - acker: turns acks, nacks and releases into batched Backend.Ack/Nack calls;
+//   - heartbeat: extends the leases of everything held;
+//   - reclaimer: returns the group's expired leases to ready, with jitter.
+//
+// All Redis calls take hard, which outlives ctx (the stop still needs Redis to release and
+// ack) and is cancelled CloseTimeout after the stop began at the latest: that bounds how long
+// Close waits for handlers, for a claim in progress, and for acks while Redis is down.
+type subscription struct {
+	backend Backend
+	config  SubscriberConfig
+	logger  watermill.LoggerAdapter
+	topic   string
+	ctx     context.Context // Subscribe's ctx: cancelling it stops the subscription
+	closing <-chan struct{} // the Subscriber's: closing it stops every subscription
+
+	out    chan *message.Message
+	buffer chan Delivery // claimed, not yet taken by a worker; cap Concurrency+Prefetch
+
+	// msgCtx parents message contexts: cancelled at the stop, so handlers learn of it.
+	msgCtx    context.Context
+	cancelMsg context.CancelFunc
+	// hard bounds Redis calls and the wait for handlers (see above).
+	hard       context.Context
+	cancelHard context.CancelFunc
+	// stopping is closed when the stop begins: no more claims, no more deliveries.
+	stopping chan struct{}
+
+	held      heldSet
+	capacity  chan struct{} // cap 1: wakes the claimer when capacity frees
+	ackerWake chan struct{} // cap 1: wakes the acker when results wait
+	ackerQuit chan struct{} // closed once no more results can come
+
+	claimerWG, workersWG, ackerWG, loopsWG sync.WaitGroup
+}
+
+func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscription {
+	c := s.config
+	sub := &subscription{
+		backend:   s.backend,
+		config:    c,
+		logger:    s.logger.With(watermill.LogFields{"topic": topic}),
+		topic:     topic,
+		ctx:       ctx,
+		closing:   s.closing,
+		out:       make(chan *message.Message),
+		buffer:    make(chan Delivery, c.Concurrency+c.Prefetch),
+		stopping:  make(chan struct{}),
+		capacity:  make(chan struct{}, 1),
+		ackerWake: make(chan struct{}, 1),
+		ackerQuit: make(chan struct{}),
+	}
+	sub.held.init()
+	sub.msgCtx, sub.cancelMsg = context.WithCancel(ctx)
+	sub.hard, sub.cancelHard = context.WithCancel(context.Background())
+	return sub
+}
+
+// run starts the subscription's goroutines and stops them when ctx is cancelled or the
+// Subscriber closes.
+func (s *subscription) run() {
+	s.claimerWG.Add(1)
+	go s.claim()
+	s.workersWG.Add(s.config.Concurrency)
+	for range s.config.Concurrency {
+		go s.work()
+	}
+	s.ackerWG.Add(1)
+	go s.ack()
+	s.loopsWG.Add(2)
+	go s.heartbeat()
+	go s.reclaim()
+	s.logger.Debug("relq: subscribed", nil)
+
+	select {
+	case <-s.ctx.Done():
+	case <-s.closing:
+	}
+	s.stop()
+}
+
+// stop shuts the subscription down in the order DESIGN §3 asks for: stop claiming and
+// delivering, release prefetched deliveries at once, give handlers in flight up to
+// CloseTimeout, flush the acker, and only then close out, once nothing can send on it.
+func (s *subscription) stop() {
+	start := time.Now()
+	s.cancelMsg()
+	close(s.stopping)
+	deadline := time.AfterFunc(s.config.CloseTimeout, s.cancelHard)
+	defer deadline.Stop()
+
+	s.releaseBuffered()
+	s.claimerWG.Wait()
+	s.releaseBuffered() // anything the claimer pushed while the stop began
+	s.workersWG.Wait()
+	s.releaseBuffered()
+	close(s.ackerQuit)
+	s.ackerWG.Wait()
+
+	s.cancelHard()
+	s.loopsWG.Wait()
+	close(s.out)
+	s.logger.Debug("relq: subscription closed", watermill.LogFields{"took": time.Since(start).String()})
+}
+
+// releaseBuffered hands every delivery still in buffer back to ready through the acker.
+func (s *subscription) releaseBuffered() {
+	for {
+		select {
+		case d := <-s.buffer:
+			if s.held.take(d) {
+				s.settle(release(d))
+			} else {
+				s.freed()
+			}
+		default:
+			return
+		}
+	}
+}
+
+// isStopping reports whether the stop has begun.
+func (s *subscription) isStopping() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// settleAck queues an ack of a delivery for the acker.
+func (s *subscription) settleAck(d Delivery) {
+	s.held.settleAck(d)
+	s.freed()
+	wake(s.ackerWake)
+}
+
+// settle queues a nack (or release, or dead letter) of a delivery for the acker.
+func (s *subscription) settle(item NackItem) {
+	s.held.settleNack(item)
+	s.freed()
+	wake(s.ackerWake)
+}
+
+// freed tells the claimer that capacity may have freed.
+func (s *subscription) freed() { wake(s.capacity) }
+
+func release(d Delivery) NackItem {
+	return NackItem{ID: d.ID, Attempt: d.Attempt, Release: true}
+}
+
+// wake signals a cap-1 channel without blocking: one pending signal is enough, since the
+// woken goroutine looks at the shared state, not at the signal count.
+func wake(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
