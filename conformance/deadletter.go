@@ -1,0 +1,187 @@
+package conformance
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/pubsub"
+)
+
+func testDeadLetter(t *testing.T, f Factory) {
+	run(t, f, "AfterMaxDeliveries", Options{}, deadLetterMaxDeliveries)
+	run(t, f, "LeaseExpiredAtMaxDeliveries", Options{}, deadLetterLeaseExpired)
+	run(t, f, "ListedInPagesAndRequeuedAll", Options{}, deadLetterPaged)
+	run(t, f, "CorruptEntry", Options{}, deadLetterCorrupt)
+}
+
+// A message that always fails is delivered MaxDeliveries times, then waits in the dead-letter
+// store and is never delivered again, until requeued (with its attempts reset) or purged.
+func deadLetterMaxDeliveries(t *testing.T, h Harness) {
+	const maxDeliveries = 3
+	topic, group := topicName(), "billing"
+	var ackUUIDs sync.Map // messages the handler accepts; everything else fails
+	r := &recorder{}
+	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Group: group, MaxDeliveries: maxDeliveries})
+	consume(subscribe(t, sub, topic), r, 0, 1, func(msg *message.Message) bool {
+		_, ok := ackUUIDs.Load(msg.UUID)
+		return ok
+	})
+
+	pub := newPublisher(t, h, pubsub.PublisherConfig{})
+	requeued, purged := newMessage("requeued"), newMessage("purged")
+	requeued.Metadata.Set("k", "v")
+	start := time.Now()
+	publish(t, pub, topic, requeued, purged)
+
+	requireCounts(t, h, topic, group, counts{Dead: 2})
+	for _, m := range []*message.Message{requeued, purged} {
+		got := r.of(m.UUID)
+		require.Len(t, got, maxDeliveries, "deliveries of %s", m.Payload)
+		for i, s := range got {
+			require.Equal(t, i+1, s.Attempt)
+			require.Equal(t, got[0].DeliveryID, s.DeliveryID)
+		}
+	}
+	never(t, 500*time.Millisecond, func() bool { return r.count() > 2*maxDeliveries }, "a dead letter was delivered again")
+
+	dls := deadLetters(t, h, topic, group, 0, 10)
+	require.Len(t, dls, 2)
+	byUUID := map[string]pubsub.DeadLetter{}
+	for _, dl := range dls {
+		byUUID[dl.Envelope.UUID] = dl
+	}
+	dl, ok := byUUID[requeued.UUID]
+	require.True(t, ok, "dead letters %+v", dls)
+	require.Equal(t, r.of(requeued.UUID)[0].DeliveryID, dl.ID)
+	require.Equal(t, topic, dl.Topic)
+	require.Equal(t, group, dl.Group)
+	require.Equal(t, "requeued", string(dl.Envelope.Payload))
+	require.Equal(t, "v", dl.Envelope.Metadata["k"])
+	require.NotEmpty(t, dl.Reason)
+	require.Equal(t, maxDeliveries, dl.Attempts)
+	require.Empty(t, dl.Raw)
+	require.WithinRange(t, dl.DeadAt, start.Add(-time.Minute), time.Now().Add(time.Minute))
+
+	ackUUIDs.Store(requeued.UUID, true)
+	n, err := h.Backend.RequeueDeadLetters(context.Background(), &pubsub.RequeueParams{
+		Topic: topic, Group: group, IDs: []string{dl.ID},
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.True(t, poll(waitTimeout, func() bool { return len(r.of(requeued.UUID)) > maxDeliveries }), "requeued message not delivered")
+	require.Equal(t, 1, r.of(requeued.UUID)[maxDeliveries].Attempt, "requeue did not reset the attempts")
+	requireCounts(t, h, topic, group, counts{Dead: 1})
+
+	n, err = h.Backend.PurgeDeadLetters(context.Background(), &pubsub.PurgeParams{Topic: topic, Group: group})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	s := requireSettled(t, h, topic, group, 0)
+	require.Empty(t, deadLetters(t, h, topic, group, 0, 10))
+	require.Len(t, r.of(purged.UUID), maxDeliveries, "the purged message was delivered again")
+	require.Len(t, r.of(requeued.UUID), maxDeliveries+1)
+	require.Equal(t, int64(2*maxDeliveries+1), s.Counters.Claimed)
+	require.Equal(t, int64(1), s.Counters.Acked)
+	require.Equal(t, int64(2), s.Counters.DeadLettered)
+}
+
+// A delivery whose lease expires on its last allowed attempt goes to the dead letters, not
+// back to ready: a consumer that crashes on a poison message cannot loop forever.
+func deadLetterLeaseExpired(t *testing.T, h Harness) {
+	topic, group := topicName(), pubsub.DefaultGroup
+	publishDirect(t, h, topic, 1)
+	d := claimN(t, h, topic, group, "crashes", 1, 200*time.Millisecond)[0]
+	res := reclaimUntil(t, h, pubsub.ReclaimParams{Topic: topic, Group: group, MaxDeliveries: 1},
+		func(r pubsub.ReclaimResult) bool { return r.DeadLettered+r.Reclaimed > 0 })
+	require.Equal(t, pubsub.ReclaimResult{DeadLettered: 1}, res, "the expired delivery went back to ready")
+
+	s := requireSettled(t, h, topic, group, 1)
+	require.Equal(t, int64(1), s.Counters.DeadLettered)
+	dls := deadLetters(t, h, topic, group, 0, 10)
+	require.Len(t, dls, 1)
+	require.Equal(t, d.ID, dls[0].ID)
+	require.Equal(t, 1, dls[0].Attempts)
+	require.Contains(t, dls[0].Reason, "lease expired")
+}
+
+// Dead letters are listed oldest first, page by page, keep their reasons, and come back all
+// at once with attempts reset.
+func deadLetterPaged(t *testing.T, h Harness) {
+	const total = 5
+	ctx := context.Background()
+	topic, group := topicName(), pubsub.DefaultGroup
+	publishDirect(t, h, topic, total)
+	ds := claimN(t, h, topic, group, "c", total, 30*time.Second)
+	for i, d := range ds {
+		nr, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
+			Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad-" + strconv.Itoa(i)}}})
+		require.NoError(t, err)
+		require.Equal(t, pubsub.NackResult{DeadLettered: 1}, nr)
+	}
+	requireSettled(t, h, topic, group, total)
+
+	var listed []pubsub.DeadLetter
+	for offset := 0; offset <= total; offset += 2 {
+		page := deadLetters(t, h, topic, group, offset, 2)
+		require.Len(t, page, min(2, total-offset), "page at offset %d", offset)
+		listed = append(listed, page...)
+	}
+	for i, dl := range listed {
+		require.Equal(t, ds[i].ID, dl.ID, "dead letters not listed oldest first")
+		require.Equal(t, "bad-"+strconv.Itoa(i), dl.Reason)
+		require.Equal(t, 1, dl.Attempts)
+	}
+
+	n, err := h.Backend.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: group, All: true})
+	require.NoError(t, err)
+	require.Equal(t, total, n)
+	require.Equal(t, counts{Ready: total}, countsOf(stats(t, h, topic, group)))
+	again := claimN(t, h, topic, group, "c", total, 30*time.Second)
+	for _, d := range again {
+		require.Equal(t, 1, d.Attempt, "requeue did not reset the attempts")
+	}
+	_, err = h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "c", Items: held(again...)})
+	require.NoError(t, err)
+	requireSettled(t, h, topic, group, 0)
+}
+
+// Bytes that are not a relq envelope go to the dead letters with the decode error, the good
+// messages around them are delivered, and the subscription keeps running.
+func deadLetterCorrupt(t *testing.T, h Harness) {
+	if h.Faults == nil {
+		t.Skip("the Harness has no Faults to write a corrupt entry with")
+	}
+	topic, group := topicName(), pubsub.DefaultGroup
+	sub := newSubscriber(t, h, pubsub.SubscriberConfig{})
+	require.NoError(t, sub.SubscribeInitialize(topic))
+	r := &recorder{}
+	consume(subscribe(t, sub, topic), r, 0, 1, nil)
+	pub := newPublisher(t, h, pubsub.PublisherConfig{})
+
+	before, after := newMessage("before"), newMessage("after")
+	raw := []byte("\x07this is not an envelope\x00\xff")
+	publish(t, pub, topic, before)
+	require.NoError(t, h.Faults.InjectCorrupt(context.Background(), topic, group, raw))
+	publish(t, pub, topic, after)
+	r.waitAll(t, []string{before.UUID, after.UUID})
+	requireSettled(t, h, topic, group, 1)
+
+	dls := deadLetters(t, h, topic, group, 0, 10)
+	require.Len(t, dls, 1)
+	require.Equal(t, raw, dls[0].Raw)
+	require.Contains(t, strings.ToLower(dls[0].Reason), "corrupt", "reason %q", dls[0].Reason)
+	require.Equal(t, topic, dls[0].Topic)
+	require.Equal(t, group, dls[0].Group)
+
+	later := newMessage("later")
+	publish(t, pub, topic, later)
+	r.waitAll(t, []string{later.UUID})
+	requireSettled(t, h, topic, group, 1)
+	require.Equal(t, 3, r.count(), "the handler saw the corrupt entry or a duplicate: %+v", r.list())
+}

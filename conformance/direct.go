@@ -1,0 +1,82 @@
+package conformance
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// Helpers that drive a Backend directly, as a consumer that crashes or misbehaves would:
+// the Subscriber never lets a test hold a delivery past its lease on purpose.
+
+// publishDirect publishes n messages with Backend.Publish and returns their delivery IDs.
+func publishDirect(t *testing.T, h Harness, topic string, n int) []string {
+	t.Helper()
+	out := make([]pubsub.OutMessage, n)
+	for i := range out {
+		out[i].Envelope = pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte(strconv.Itoa(i))}
+	}
+	ids, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: out})
+	require.NoError(t, err)
+	require.Len(t, ids, n)
+	return ids
+}
+
+// claimN claims until it holds n deliveries of the group (a claim may return fewer than
+// asked), failing the test if they do not come.
+func claimN(t *testing.T, h Harness, topic, group, consumer string, n int, lease time.Duration) []pubsub.Delivery {
+	t.Helper()
+	var got []pubsub.Delivery
+	deadline := time.Now().Add(waitTimeout)
+	for len(got) < n {
+		ds, err := h.Backend.Claim(context.Background(), &pubsub.ClaimParams{
+			Topic: topic, Group: group, Consumer: consumer,
+			Count: n - len(got), Lease: lease, Block: shortBlock,
+		})
+		require.NoError(t, err)
+		got = append(got, ds...)
+		require.True(t, time.Now().Before(deadline), "claimed %d of %d deliveries in %v", len(got), n, waitTimeout)
+	}
+	require.Len(t, got, n, "Claim returned more deliveries than asked for")
+	return got
+}
+
+// reclaimUntil calls Reclaim until done accepts the accumulated results.
+func reclaimUntil(t *testing.T, h Harness, p pubsub.ReclaimParams, done func(pubsub.ReclaimResult) bool) pubsub.ReclaimResult {
+	t.Helper()
+	var total pubsub.ReclaimResult
+	ok := poll(waitTimeout, func() bool {
+		r, err := h.Backend.Reclaim(context.Background(), &p)
+		require.NoError(t, err)
+		total.Reclaimed += r.Reclaimed
+		total.DeadLettered += r.DeadLettered
+		total.Orphans += r.Orphans
+		total.Promoted += r.Promoted
+		return done(total)
+	})
+	require.True(t, ok, "Reclaim never did what was expected; totals %+v", total)
+	return total
+}
+
+func held(ds ...pubsub.Delivery) []pubsub.Held {
+	out := make([]pubsub.Held, len(ds))
+	for i, d := range ds {
+		out[i] = pubsub.Held{ID: d.ID, Attempt: d.Attempt}
+	}
+	return out
+}
+
+func deadLetters(t *testing.T, h Harness, topic, group string, offset, count int) []pubsub.DeadLetter {
+	t.Helper()
+	dls, err := h.Backend.DeadLetters(context.Background(), &pubsub.DeadLettersParams{
+		Topic: topic, Group: group, Offset: offset, Count: count,
+	})
+	require.NoError(t, err)
+	return dls
+}

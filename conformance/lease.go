@@ -1,0 +1,195 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/pubsub"
+)
+
+func testLease(t *testing.T, f Factory) {
+	run(t, f, "UnackedMessageIsReclaimed", Options{}, leaseReclaimed)
+	run(t, f, "HeartbeatKeepsSlowHandlersLease", Options{}, leaseHeartbeat)
+	run(t, f, "StaleHolderIsFenced", Options{}, leaseStaleFenced)
+	run(t, f, "StaleAckStillCompletes", Options{}, leaseStaleAck)
+	run(t, f, "ExtendKeepsLease", Options{}, leaseExtend)
+	run(t, f, "OrphanIsRecovered", Options{}, leaseOrphan)
+}
+
+// A consumer that claims a message and dies never acks it: once its lease expires another
+// subscriber gets it, as the same delivery with attempt 2.
+func leaseReclaimed(t *testing.T, h Harness) {
+	const lease = 500 * time.Millisecond
+	topic := topicName()
+	pub := newPublisher(t, h, pubsub.PublisherConfig{})
+	msg := newMessage("orphaned by a crash")
+	publish(t, pub, topic, msg)
+
+	claimStart := time.Now()
+	crashed := claimN(t, h, topic, pubsub.DefaultGroup, "crashed", 1, lease)[0]
+	require.Equal(t, 1, crashed.Attempt)
+
+	sub := newSubscriber(t, h, pubsub.SubscriberConfig{ReclaimInterval: 100 * time.Millisecond})
+	got := receive(t, subscribe(t, sub, topic))
+	notEarly(t, time.Since(claimStart), lease, "reclaimed")
+	require.Equal(t, msg.UUID, got.UUID)
+	require.Equal(t, crashed.ID, pubsub.DeliveryID(got))
+	require.Equal(t, 2, pubsub.Attempt(got))
+	require.True(t, got.Ack())
+
+	s := requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1}, s.Counters)
+}
+
+// A handler that runs four times longer than the lease keeps its message: heartbeats extend
+// the lease, so a second subscriber that reclaims eagerly never gets it.
+func leaseHeartbeat(t *testing.T, h Harness) {
+	const handlerTime = 2 * time.Second
+	topic := topicName()
+	cfg := pubsub.SubscriberConfig{
+		Lease:             500 * time.Millisecond,
+		HeartbeatInterval: 100 * time.Millisecond,
+		ReclaimInterval:   50 * time.Millisecond,
+	}
+	r := &recorder{}
+	slow := func(*message.Message) bool { time.Sleep(handlerTime); return true }
+	for i := range 2 {
+		sub := newSubscriber(t, h, cfg)
+		consume(subscribe(t, sub, topic), r, i, 1, slow)
+	}
+	pub := newPublisher(t, h, pubsub.PublisherConfig{})
+	publish(t, pub, topic, newMessage("slow"))
+
+	require.True(t, poll(waitTimeout, func() bool { return r.count() > 0 }), "message not received")
+	s := requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 1, Acked: 1}, s.Counters, "the lease was lost while the handler ran")
+	require.Equal(t, 1, r.count())
+}
+
+// A consumer whose lease expired and whose message went to another consumer no longer holds
+// it: its nack is ignored (and counted), its heartbeat reports the delivery lost, and the
+// new holder's ack works.
+func leaseStaleFenced(t *testing.T, h Harness) {
+	ctx := context.Background()
+	topic, group := topicName(), pubsub.DefaultGroup
+	publishDirect(t, h, topic, 1)
+	a := staleSetup(t, h, topic)
+	b := claimN(t, h, topic, group, "b", 1, 30*time.Second)[0]
+	require.Equal(t, a.ID, b.ID)
+	require.Equal(t, 2, b.Attempt)
+
+	nr, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "a",
+		Items: []pubsub.NackItem{{ID: a.ID, Attempt: a.Attempt, Reason: "a gave up"}}})
+	require.NoError(t, err)
+	require.Equal(t, pubsub.NackResult{Stale: 1}, nr)
+
+	lost, err := h.Backend.Extend(ctx, &pubsub.ExtendParams{Topic: topic, Group: group, Consumer: "a",
+		Items: held(a), Lease: 30 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, []string{a.ID}, lost)
+
+	lost, err = h.Backend.Extend(ctx, &pubsub.ExtendParams{Topic: topic, Group: group, Consumer: "b",
+		Items: held(b), Lease: 30 * time.Second})
+	require.NoError(t, err)
+	require.Empty(t, lost, "the holder's heartbeat lost the delivery")
+	require.Equal(t, counts{Pending: 1}, countsOf(stats(t, h, topic, group)), "the stale nack changed the state")
+
+	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "b", Items: held(b)})
+	require.NoError(t, err)
+	require.Equal(t, pubsub.AckResult{Acked: 1}, ar)
+	s := requireSettled(t, h, topic, group, 0)
+	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleNacks: 1}, s.Counters)
+}
+
+// An ack is accepted from any holder: the work is done. A stale holder's ack completes the
+// delivery (counted as stale), and acking again is a no-op.
+func leaseStaleAck(t *testing.T, h Harness) {
+	ctx := context.Background()
+	topic, group := topicName(), pubsub.DefaultGroup
+	publishDirect(t, h, topic, 1)
+	a := staleSetup(t, h, topic)
+	b := claimN(t, h, topic, group, "b", 1, 30*time.Second)[0]
+
+	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
+	require.NoError(t, err)
+	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, ar)
+	s := requireSettled(t, h, topic, group, 0)
+	require.Equal(t, int64(1), s.Counters.StaleAcks)
+	require.Equal(t, int64(1), s.Counters.Acked)
+
+	ar, err = h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "b", Items: held(b)})
+	require.NoError(t, err)
+	require.Zero(t, ar.Acked, "a delivery was acked twice")
+	requireSettled(t, h, topic, group, 0)
+}
+
+// staleSetup claims the topic's one message as consumer "a" with a short lease and waits
+// until Reclaim returned it to ready: "a" is now a stale holder.
+func staleSetup(t *testing.T, h Harness, topic string) pubsub.Delivery {
+	t.Helper()
+	a := claimN(t, h, topic, pubsub.DefaultGroup, "a", 1, 200*time.Millisecond)[0]
+	require.Equal(t, 1, a.Attempt)
+	reclaimUntil(t, h, pubsub.ReclaimParams{Topic: topic, Group: pubsub.DefaultGroup},
+		func(r pubsub.ReclaimResult) bool { return r.Reclaimed == 1 })
+	require.Equal(t, counts{Ready: 1}, countsOf(stats(t, h, topic, pubsub.DefaultGroup)))
+	return a
+}
+
+// Extend moves the deadline: past the original lease, Reclaim leaves the delivery alone.
+func leaseExtend(t *testing.T, h Harness) {
+	const lease = 300 * time.Millisecond
+	ctx := context.Background()
+	topic, group := topicName(), pubsub.DefaultGroup
+	publishDirect(t, h, topic, 1)
+	claimStart := time.Now()
+	d := claimN(t, h, topic, group, "c", 1, lease)[0]
+	lost, err := h.Backend.Extend(ctx, &pubsub.ExtendParams{Topic: topic, Group: group, Consumer: "c",
+		Items: held(d), Lease: 30 * time.Second})
+	require.NoError(t, err)
+	require.Empty(t, lost)
+
+	time.Sleep(time.Until(claimStart.Add(2 * lease)))
+	res, err := h.Backend.Reclaim(ctx, &pubsub.ReclaimParams{Topic: topic, Group: group})
+	require.NoError(t, err)
+	require.Zero(t, res.Reclaimed, "an extended lease was reclaimed at its original deadline")
+	require.Equal(t, counts{Pending: 1}, countsOf(stats(t, h, topic, group)))
+
+	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "c", Items: held(d)})
+	require.NoError(t, err)
+	require.Equal(t, pubsub.AckResult{Acked: 1}, ar)
+	requireSettled(t, h, topic, group, 0)
+}
+
+// A delivery that reached pending without a lease record (a consumer that crashed in
+// between) gets a lease at first sight and is delivered again when it expires.
+func leaseOrphan(t *testing.T, h Harness) {
+	if !h.Backend.Capabilities().PendingOrphans {
+		t.Skip("the backend declares no Capabilities.PendingOrphans: a delivery cannot be pending without a lease")
+	}
+	if h.Faults == nil {
+		t.Skip("the Harness has no Faults to inject an orphan with")
+	}
+	const orphanLease = 300 * time.Millisecond
+	ctx := context.Background()
+	topic, group := topicName(), pubsub.DefaultGroup
+	published := publishDirect(t, h, topic, 1)
+	id, err := h.Faults.InjectOrphan(ctx, topic, group)
+	require.NoError(t, err)
+	require.Equal(t, published[0], id, "InjectOrphan did not orphan the published message")
+
+	found := time.Now()
+	res, err := h.Backend.Reclaim(ctx, &pubsub.ReclaimParams{Topic: topic, Group: group, OrphanLease: orphanLease})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Orphans, "Reclaim did not find the orphan")
+
+	sub := newSubscriber(t, h, pubsub.SubscriberConfig{ReclaimInterval: 50 * time.Millisecond})
+	got := receive(t, subscribe(t, sub, topic))
+	notEarly(t, time.Since(found), orphanLease, "orphan redelivered")
+	require.Equal(t, id, pubsub.DeliveryID(got))
+	require.True(t, got.Ack())
+	requireSettled(t, h, topic, group, 0)
+}

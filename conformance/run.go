@@ -1,0 +1,98 @@
+// Package conformance is relq's delivery contract written as a test suite, so that every
+// Backend (adapters/list, adapters/zset, adapters/streams, or one of your own) proves it keeps
+// the same semantics under the same Publisher and Subscriber.
+//
+// An adapter's test package calls Run once with a Factory:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, func(t *testing.T, opts conformance.Options) conformance.Harness {
+//			client := ... // a Redis client; a server of its own when opts.Private
+//			b, err := mybackend.New(client, mybackend.Options{Prefix: uniquePrefix(t)})
+//			require.NoError(t, err)
+//			return conformance.Harness{Backend: b}
+//		})
+//	}
+//
+// Tests run in parallel, each in a namespace of its own, and skip (with the reason) what a
+// backend does not declare in its Capabilities or what the Harness cannot do.
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// Faults lets the suite create states that only failures produce. A backend's test package
+// implements it; it writes Redis keys directly, as a crash or a foreign writer would.
+type Faults interface {
+	// InjectCorrupt stores data as a ready entry of the group, as if another program had
+	// written bytes that are not a relq envelope.
+	InjectCorrupt(ctx context.Context, topic, group string, data []byte) error
+	// InjectOrphan moves the group's next ready message to pending without a lease record,
+	// as a consumer that crashed between claiming and registering its lease leaves it, and
+	// returns its delivery ID ("" when nothing is ready). The suite publishes one first.
+	InjectOrphan(ctx context.Context, topic, group string) (string, error)
+}
+
+// Harness is what a Factory gives one test.
+type Harness struct {
+	// Backend is fresh for each call: a key prefix (namespace) no other test uses.
+	Backend pubsub.Backend
+	// Faults injects failure states; nil skips the corrupt-entry and orphan tests.
+	Faults Faults
+	// Outage stops Redis for d and starts it again with its data (AOF). Set it only when
+	// Options.Private asked for a server of the test's own; nil skips the outage test.
+	Outage func(d time.Duration) error
+}
+
+// Options tell a Factory what a test needs.
+type Options struct {
+	// Private: the test stops Redis, so it needs a server of its own.
+	Private bool
+}
+
+// Factory makes the Harness of one test. Register clean-ups with t.Cleanup: they run after
+// the suite's own (publishers and subscribers close first).
+type Factory func(t *testing.T, opts Options) Harness
+
+// Run runs the whole suite against the backends factory makes.
+func Run(t *testing.T, factory Factory) {
+	groups := []struct {
+		name string
+		run  func(*testing.T, Factory)
+	}{
+		{"RoundTrip", testRoundTrip},
+		{"LoadBalance", testLoadBalance},
+		{"Nack", testNack},
+		{"Lease", testLease},
+		{"DeadLetter", testDeadLetter},
+		{"Close", testClose},
+		{"Groups", testGroups},
+		{"Delay", testDelay},
+		{"Order", testOrder},
+		{"Outage", testOutage},
+		{"Validation", testValidation},
+		{"Stats", testStats},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			g.run(t, factory)
+		})
+	}
+}
+
+// run starts one parallel test with a Harness of its own.
+func run(t *testing.T, f Factory, name string, opts Options, test func(t *testing.T, h Harness)) {
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		h := f(t, opts)
+		if h.Backend == nil {
+			t.Fatal("conformance: the Factory returned a Harness without a Backend")
+		}
+		test(t, h)
+	})
+}
