@@ -88,6 +88,12 @@ type Capabilities struct {
 	Priorities bool
 	// NativeDelay: delayed messages live in the ready store itself (no promotion step).
 	NativeDelay bool
+	// OnTimeDelay: an idle consumer wakes for the earliest due time (not a poll interval),
+	// so a delayed message is delivered within a few tens of milliseconds after it is due.
+	OnTimeDelay bool
+	// DueOrder: with one consumer and Concurrency 1, delayed messages are delivered in
+	// due-time order (publish order among equal due times).
+	DueOrder bool
 	// PendingOrphans: a delivery can reach pending without a lease record (list's BLMOVE
 	// window); Reclaim recovers such orphans. Conformance injects one through Faults.
 	PendingOrphans bool
