@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -85,13 +86,33 @@ func registryGroups(members []any) ([]string, error) {
 	return groups, nil
 }
 
-// EnsureGroup registers a group (one SADD). The group receives messages published from now on;
+// EnsureGroup registers a group (SADD, with SMEMBERS in the same round trip). The group receives messages published from now on;
 // p.FromOldest cannot be honoured by lists (Capabilities.NewGroupReplay is false) and is ignored.
 func (b *Backend) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) error {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return err
 	}
-	return b.client.SAdd(ctx, b.topicKeys(p.Topic).groups, p.Group).Err()
+	// Reading the registry back in the same round trip primes the publish cache, so the first
+	// Publish of this process after a Subscribe does not pay a stale-cache retry.
+	key := b.topicKeys(p.Topic).groups
+	var members *redis.StringSliceCmd
+	if _, err := b.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.SAdd(ctx, key, p.Group)
+		members = pipe.SMembers(ctx, key)
+		return nil
+	}); err != nil {
+		return err
+	}
+	registry := make([]any, 0, len(members.Val()))
+	for _, g := range members.Val() {
+		registry = append(registry, g)
+	}
+	groups, err := registryGroups(registry)
+	if err != nil {
+		return err
+	}
+	b.groups.Store(p.Topic, groups)
+	return nil
 }
 
 // Groups lists the groups registered on a topic, sorted.
