@@ -26,6 +26,24 @@ var (
 // RELQ_TEST_REDIS_URL). Tests on it isolate themselves with Prefix and never FLUSHDB.
 func Shared(t testing.TB) *Server {
 	t.Helper()
+	s, err := shared()
+	if err != nil {
+		t.Fatalf("redistest: shared server: %v", err)
+	}
+	return s
+}
+
+// SharedURL returns the URL of the shared server, for runnable examples, which have no
+// testing.TB. It panics when no server can be started, which fails the example.
+func SharedURL() string {
+	s, err := shared()
+	if err != nil {
+		panic("redistest: shared server: " + err.Error())
+	}
+	return s.URL()
+}
+
+func shared() (*Server, error) {
 	sharedOnce.Do(func() {
 		if url := os.Getenv(EnvURL); url != "" {
 			sharedServer = &Server{url: url, external: true}
@@ -37,10 +55,7 @@ func Shared(t testing.TB) *Server {
 		}
 		sharedServer, sharedErr = start(sharedDir, Options{})
 	})
-	if sharedErr != nil {
-		t.Fatalf("redistest: shared server: %v", sharedErr)
-	}
-	return sharedServer
+	return sharedServer, sharedErr
 }
 
 // Prefix returns a key prefix unique to this test, so tests can share a server and run in
