@@ -93,6 +93,7 @@ func (s *Server) writeConfig(opts Options) error {
 		"appendonly " + aof,
 		"appendfsync " + fsync,
 		"protected-mode no",
+		"repl-diskless-sync-delay 0", // replicas in tests sync at once, not after 5 s
 		"loglevel warning",
 		"logfile " + filepath.Join(s.Dir, "redis.log"),
 	}
