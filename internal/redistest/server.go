@@ -114,6 +114,16 @@ func (s *Server) args() []string {
 	return append([]string{filepath.Join(s.Dir, "redis.conf")}, s.extra...)
 }
 
+// Running reports whether the server process is up (always true for an external server).
+func (s *Server) Running() bool {
+	if s.external {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
 // Addr returns host:port.
 func (s *Server) Addr() string {
 	if s.external {
