@@ -67,8 +67,15 @@ func blockBound(client redis.UniversalClient) time.Duration {
 // Name returns "list".
 func (b *Backend) Name() string { return "list" }
 
-// Capabilities: FIFO with one consumer, no replay for new groups, no priorities, delays
-// through a promoted ZSET, and orphans in the BLMOVE window.
+// Capabilities: FIFO with one consumer, no replay for new groups, no priorities, and orphans
+// in the BLMOVE window. Delays go through a per-group ZSET promoted by Claim and Reclaim, which
+// gives neither delay capability:
+//   - no OnTimeDelay: publishing a delayed message does not wake a consumer blocked in BLMOVE,
+//     so it learns of the new due time only when its Block or the Reclaim loop ends; and a
+//     BLMOVE timeout cut to the due time fires on Redis's server tick (hz, 100ms by default),
+//     not on time;
+//   - no DueOrder: members due at the same millisecond are promoted in ZSET order, which
+//     compares delivery IDs as strings ("100" before "99"), not in publish order.
 func (b *Backend) Capabilities() pubsub.Capabilities {
 	return pubsub.Capabilities{FIFO: true, PendingOrphans: true}
 }
