@@ -70,10 +70,13 @@ func Prefix(t testing.TB) string {
 	return fmt.Sprintf("relqtest-%s-%s", name, hex.EncodeToString(b[:]))
 }
 
-// Main runs a test package: the tests, then it stops the shared server and fails the run if
-// goroutines leaked. Call it from TestMain.
-func Main(m *testing.M) {
+// Main runs a test package: the tests, then each after function (a report, say), then it
+// stops the shared server and fails the run if goroutines leaked. Call it from TestMain.
+func Main(m *testing.M, after ...func()) {
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	if sharedServer != nil && !sharedServer.external {
 		_ = sharedServer.Stop()
 		_ = os.RemoveAll(sharedDir)
