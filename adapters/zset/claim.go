@@ -1,0 +1,134 @@
+package zset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/pubsub"
+)
+
+// wakeTimeout bounds the push of a consumer's own wake-up token (wake.lua).
+const wakeTimeout = time.Second
+
+// Claim runs claim.lua: up to p.Count due messages (score <= Redis now), earliest due first,
+// then higher priority, then publish order (see the package doc). With nothing due and p.Block > 0 it sleeps in
+// one BLPOP on the group's wake-up list, which every publish (and a claim that leaves due
+// messages behind) pushes a token onto, until a token comes, the earliest scheduled message
+// is due, or p.Block (bounded by the context's deadline and the client's read timeout) is
+// over; on a wake-up it runs claim.lua again. An idle claim thus costs two commands per
+// Block, whatever is scheduled.
+//
+// The sleep never decides what is due: claim.lua does, on the Redis clock, and tells how many
+// ms away the earliest scheduled message is. The local clock only measures that span and Block.
+func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+		return nil, err
+	}
+	if p.Lease <= 0 {
+		return nil, &pubsub.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
+	}
+	count := min(max(p.Count, 1), b.opts.BatchSize)
+	k := b.groupKeys(p.Topic, p.Group)
+	keys := k.claimKeys()
+	end := time.Now().Add(p.Block)
+	for {
+		res, err := claimScript.Run(ctx, b.client, keys, p.Consumer, count, ms(p.Lease)).Slice()
+		if err != nil {
+			return nil, err
+		}
+		if len(res) > 1 || p.Block <= 0 {
+			return deliveries(p.Topic, res[1:]), nil
+		}
+		wait := time.Until(end)
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if b.maxBlock > 0 {
+			wait = min(wait, b.maxBlock)
+		}
+		if wait <= 0 || ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		woken, err := b.sleep(ctx, k, p.Consumer, wait, toInt(res[0]))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		if !woken && !time.Now().Before(end) {
+			return nil, nil // Block is over; the caller's next Claim starts with claim.lua
+		}
+	}
+}
+
+// sleep blocks in one BLPOP on the group's wake-up list and the consumer's own, for at most
+// wait, and reports whether a token woke it. dueMs is claim.lua's ms until the earliest
+// scheduled message is due (-1: none scheduled). Redis ends blocking timeouts late, on its
+// server tick (every 100 ms at the default hz 10), so the BLPOP's timeout cannot wake the
+// consumer on time: a timer pushes a token onto the consumer's own list at the due time
+// (wake.lua), which ends the BLPOP at once. The BLPOP's timeout is only the fallback, should
+// that push fail: blockOvershoot after the due time, so that it does not expire just before
+// the token arrives and leave it behind. The timer is stopped, or waited for, before sleep
+// returns.
+func (b *Backend) sleep(ctx context.Context, k groupKeys, consumer string, wait time.Duration, dueMs int64) (bool, error) {
+	own := k.ownWake(consumer)
+	timeout := wait
+	if dueMs >= 0 {
+		due := max(time.Duration(dueMs)*time.Millisecond, time.Millisecond)
+		timeout = min(wait, due+blockOvershoot)
+		if due < wait+blockOvershoot {
+			fired := make(chan struct{})
+			timer := time.AfterFunc(due, func() {
+				defer close(fired)
+				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
+				defer cancel()
+				_ = wakeScript.Run(wctx, b.client, []string{own}).Err() // the BLPOP timeout is the fallback
+			})
+			defer func() {
+				if !timer.Stop() {
+					<-fired
+				}
+			}()
+		}
+	}
+	cmd := redis.NewStringSliceCmd(ctx, "blpop", k.wake, own, seconds(timeout))
+	_ = b.client.Process(ctx, cmd)
+	switch err := cmd.Err(); {
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// seconds formats a blocking timeout in seconds with millisecond precision, rounded up so it is
+// never 0 (which would block forever). go-redis's typed BLPop rounds up to whole seconds, which
+// would stretch every short sleep to 1s.
+func seconds(d time.Duration) string {
+	n := max(ms(d), 1)
+	return fmt.Sprintf("%d.%03d", n/1000, n%1000)
+}
+
+// deliveries decodes claim.lua's flat {id, attempt, body, ...} reply. An undecodable body
+// becomes a Delivery with Err wrapping pubsub.ErrCorruptEntry, for the caller to dead-letter.
+func deliveries(topic string, flat []any) []pubsub.Delivery {
+	out := make([]pubsub.Delivery, 0, len(flat)/3)
+	for i := 0; i+2 < len(flat); i += 3 {
+		id, _ := flat[i].(string)
+		body, _ := flat[i+2].(string)
+		d := pubsub.Delivery{ID: id, Attempt: int(toInt(flat[i+1]))}
+		env, err := pubsub.DecodeEnvelope([]byte(body))
+		if err != nil {
+			d.Err = fmt.Errorf("zset: delivery %s of topic %q: %w", id, topic, err)
+		} else {
+			d.Envelope = env
+		}
+		out = append(out, d)
+	}
+	return out
+}

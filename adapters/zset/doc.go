@@ -1,0 +1,109 @@
+// Package zset is the zset backend of relq: the delay queue. A group's ready store is a Redis
+// sorted set whose score is each message's due time in milliseconds on the Redis clock, so
+// delayed delivery, nack backoff and priorities are native, and a claim takes only what is due.
+//
+// # Key layout
+//
+// Every key of a topic starts with the hash tag {prefix:topic} (T below), so every script
+// touches one Cluster slot. Key names are built in keys.go only.
+//
+//	T:seq                       STRING  delivery ID counter (INCRBY): monotonic, never reused
+//	T:bodies                    HASH    id -> encoded envelope, stored once for all groups
+//	T:refs                      HASH    id -> groups still holding it; the body goes at 0
+//	T:priorities                HASH    id -> priority, for messages whose priority is not 0
+//	T:groups                    SET     registered groups
+//	T:g:<group>:ready           ZSET    "<rank>:<id>" -> due time (ms): due and delayed alike
+//	T:g:<group>:wake            LIST    wake-up token (at most one, expires) for blocked claims
+//	T:g:<group>:wake:<consumer> LIST    a consumer's own wake-up token, pushed at a due time
+//	T:g:<group>:leases          ZSET    id -> lease deadline (ms); the pending deliveries
+//	T:g:<group>:holders         HASH    id -> consumer holding the lease
+//	T:g:<group>:attempts        HASH    id -> deliveries so far (the fencing token with holder)
+//	T:g:<group>:pending_at      ZSET    id -> pending since (ms), for OldestPendingAge
+//	T:g:<group>:due_at          HASH    id -> due time (ms) a pending delivery had when claimed
+//	T:g:<group>:dead            ZSET    id -> dead-lettered at (ms), oldest first
+//	T:g:<group>:dead_reasons    HASH    id -> dead-letter reason
+//	T:g:<group>:counters        HASH    cumulative counters (published, claimed, acked, ...)
+//
+// When every message is acked, only seq, groups and the counters remain (and, for up to ten
+// seconds, a wake-up token).
+//
+// # Members and the ordering rule
+//
+// The score of a ready member is its due time: Redis now (TIME, inside the script) + its
+// delay, one now for a whole publish batch. Redis orders members of equal score bytewise, so
+// the member is written to sort in the order messages due together are delivered:
+//
+//	"<rank>:<id>"  rank = PriorityMax - priority, zero-padded to 7 digits
+//	               id   = delivery ID, zero-padded to 16 digits
+//
+// Priority 0, ID 42 is "0999999:0000000000000042"; priority 5 sorts before it with rank
+// "0999994". IDs are exact up to 2^53 (Lua numbers), which 16 digits cover. The ordering rule,
+// among the messages that are due when a consumer claims:
+//
+//  1. earlier due time first;
+//  2. among equal due times, higher priority first (pubsub.SetPriority, clamped to
+//     [PriorityMin, PriorityMax] = [-999999, 999999], 0 by default);
+//  3. among equal due times and priorities, publish order (delivery ID).
+//
+// A message that is not due yet is never claimed, whatever its priority. Due times have
+// millisecond precision, so a priority orders the messages of one publish batch, and
+// messages scheduled for the same millisecond; two separate publishes without delay are
+// usually a millisecond or more apart and come in publish order. With one consumer, messages
+// come in due order (Capabilities.DueOrder), and in publish order when nothing is delayed
+// (Capabilities.FIFO).
+//
+// # Retries, releases and reclaims
+//
+// A nack with a delay re-scores the message to Redis now + delay (retry backoff is native).
+// An immediate nack and a release (a subscriber closing with prefetched messages) make it due
+// with the due time it had when claimed (kept in due_at, never later than now): it keeps its
+// place in line, ahead of what became due after it and behind what was due before it, so one
+// consumer still sees publish order and a retry never overtakes a message that waited longer.
+// An expired lease is reclaimed due now, behind what is already due: the consumer that held it
+// probably crashed, possibly on this very message, and the rest of the queue goes first. At
+// MaxDeliveries both a nack and an expired lease dead-letter the message.
+//
+// # Wake-ups: no polling, no lateness
+//
+// A claim is claim.lua; when it finds nothing due it returns the ms until the earliest
+// scheduled message (computed on the Redis clock), and the consumer sleeps in one BLPOP on the
+// group's wake list and its own, until a token arrives, that message is due, or Block ends:
+//
+//   - every publish (and nack, reclaim, requeue) pushes a token onto the group's wake list
+//     unless one is there: one blocked consumer wakes and runs claim.lua again;
+//   - claim.lua pushes a token when its batch is full and more is due, so one wake-up drains a
+//     burst across several consumers, each passing it on;
+//   - Redis ends a blocking command at its timeout only when its event loop next runs, on an
+//     idle server at its next tick (every 100 ms at the default hz 10), so a BLPOP timeout cut
+//     to the due time would wake up to 100 ms late. Instead a timer in the sleeping consumer
+//     pushes a token onto the consumer's own wake list at the due time (wake.lua), which ends
+//     its BLPOP within a round trip; the BLPOP's timeout is only a fallback, a little later.
+//
+// An idle consumer thus sends two commands (claim.lua and BLPOP) per Block, whatever is
+// scheduled; inside claim.lua an idle claim is one ZRANGE (and a TIME when something is
+// scheduled). A delayed message is claimed within milliseconds after it is due. The BLPOP
+// timeout is sent in milliseconds (go-redis's typed BLPop rounds to whole seconds) and is
+// bounded below the client's ReadTimeout, with room for Redis ending it a tick late.
+//
+// # Choosing zset or list
+//
+// Choose zset for delayed and scheduled delivery and retry backoff: a delayed message waits in
+// the ready ZSET itself, is claimed within milliseconds of its due time, and messages come in
+// due order (Capabilities.OnTimeDelay, DueOrder, NativeDelay); and for priorities among
+// messages due together. Choose list for the plain work queue: its ready queue is a LIST
+// (O(1) per message, where a ZSET is O(log n)), and a blocked list consumer is handed the
+// message by the publish itself (BLMOVE), where a blocked zset consumer is woken by a token
+// and then claims, one round trip more.
+//
+// # How the contract is kept
+//
+// Every state change is one Lua script from lua/ (or one native command: SADD for EnsureGroup,
+// BLPOP for a wake-up token), with time from Redis TIME inside the script. Publish fans out
+// with declared keys only, as the list backend does: it passes publish.lua the groups it
+// believes are registered (cached per topic); the script compares them with T:groups and, if
+// they differ, writes nothing and returns the registry for a retry. Claim takes and leases in
+// one script, so nothing is ever pending without a lease (Capabilities.PendingOrphans is
+// false). A new group sees only messages published after it registered
+// (Capabilities.NewGroupReplay is false). The Backend is a pubsub.ReplicaWaiter, for
+// PublisherConfig.WaitReplicas (internal/replicas, shared with the list backend).
+package zset

@@ -1,0 +1,63 @@
+-- publish.lua: store a batch of messages of one topic and route each to every registered group's
+-- ready ZSET, scored with its due time: now (Redis TIME, one for the whole batch) + its delay.
+--
+-- Fan-out keys are declared, never built here: the caller passes the group list it believes is
+-- registered (cached) with each group's keys. The script checks that list against the registry
+-- and, when it differs, writes nothing and returns the registry so the caller retries with the
+-- right keys. With no group registered, the caller's list must be exactly {default}, which is
+-- then registered, so nothing published is dropped.
+--
+-- KEYS[1] -> {p:t}:seq          delivery ID counter (INCRBY)
+-- KEYS[2] -> {p:t}:bodies       HASH id -> envelope bytes
+-- KEYS[3] -> {p:t}:refs         HASH id -> groups still holding the body
+-- KEYS[4] -> {p:t}:groups       SET of registered groups
+-- KEYS[5] -> {p:t}:priorities   HASH id -> priority, for priorities other than 0
+-- KEYS[6+3i .. 8+3i] -> group i's ready (ZSET), wake (LIST of wake-up tokens), counters (HASH)
+-- ARGV[1] -> the default group's name
+-- ARGV[2] -> G, the number of groups the caller passes
+-- ARGV[3 .. 2+G] -> the group names, in the order of their KEYS
+-- ARGV[3+G+3j .. 5+G+3j] -> message j: delay in ms (0 = due now), priority (clamped by the
+--   caller), envelope bytes
+-- Returns {1, last} where the IDs are last-N+1 .. last, or {0, registered groups...} when the
+-- caller's group list is stale (nothing written).
+
+local ng = tonumber(ARGV[2])
+local card = redis.call('SCARD', KEYS[4])
+if card == 0 then
+  if ng ~= 1 or ARGV[3] ~= ARGV[1] then return {0} end
+  redis.call('SADD', KEYS[4], ARGV[1])
+else
+  local same = card == ng
+  for i = 1, ng do
+    if not same then break end
+    same = redis.call('SISMEMBER', KEYS[4], ARGV[2 + i]) == 1
+  end
+  if not same then
+    local m = redis.call('SMEMBERS', KEYS[4])
+    table.insert(m, 1, 0)
+    return m
+  end
+end
+
+local base = 3 + ng
+local n = (#ARGV - base + 1) / 3
+local last = redis.call('INCRBY', KEYS[1], n)
+local now = now_ms()
+for j = 0, n - 1 do
+  local id = string.format('%d', last - n + 1 + j)
+  local a = base + 3 * j
+  local score = now + tonumber(ARGV[a])
+  local p = tonumber(ARGV[a + 1])
+  redis.call('HSET', KEYS[2], id, ARGV[a + 2])
+  redis.call('HSET', KEYS[3], id, ng)
+  if p ~= 0 then redis.call('HSET', KEYS[5], id, p) end
+  local m = member(id, p)
+  for g = 0, ng - 1 do
+    redis.call('ZADD', KEYS[6 + 3 * g], score, m)
+  end
+end
+for g = 0, ng - 1 do
+  wake(KEYS[7 + 3 * g])
+  redis.call('HINCRBY', KEYS[8 + 3 * g], 'published', n)
+end
+return {1, last}

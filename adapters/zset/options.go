@@ -1,0 +1,57 @@
+package zset
+
+import (
+	"github.com/relq/relq/pubsub"
+)
+
+// Defaults of Options.
+const (
+	// PrefixDefault starts every key of the backend.
+	PrefixDefault = "relq"
+	// BatchSizeDefault bounds the ids one script call handles where the caller sets no bound.
+	BatchSizeDefault = 1000
+)
+
+// Options configure a zset Backend.
+type Options struct {
+	// Prefix starts every key, inside the hash tag {prefix:topic}: it namespaces relq's keys
+	// and lets ACL rules like `~{relq:*` cover them. Defaults to PrefixDefault ("relq").
+	Prefix string
+	// BatchSize bounds how many ids one script call handles: messages per claim, leases
+	// checked per Reclaim without a Count, dead letters requeued or purged per round trip. It
+	// keeps each script short, since a script blocks Redis while it runs.
+	// Defaults to BatchSizeDefault (1000).
+	BatchSize int
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (o Options) WithDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = PrefixDefault
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = BatchSizeDefault
+	}
+	return o
+}
+
+// validate checks options after WithDefaults.
+func (o Options) validate() error {
+	if err := pubsub.ValidateName("prefix", o.Prefix); err != nil {
+		return &fieldError{cfg: &pubsub.ConfigError{Field: "Prefix", Reason: err.Error()}, cause: err}
+	}
+	if o.BatchSize < 1 {
+		return &pubsub.ConfigError{Field: "BatchSize", Reason: "must be at least 1"}
+	}
+	return nil
+}
+
+// fieldError is a ConfigError caused by another error (a *pubsub.NameError), so errors.Is
+// matches both pubsub.ErrInvalidConfig and the cause's sentinel.
+type fieldError struct {
+	cfg   *pubsub.ConfigError
+	cause error
+}
+
+func (e *fieldError) Error() string   { return e.cfg.Error() }
+func (e *fieldError) Unwrap() []error { return []error{e.cfg, e.cause} }

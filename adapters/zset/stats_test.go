@@ -1,0 +1,41 @@
+package zset
+
+import (
+	"testing"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+func TestStatsCountsAndAges(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.ensureGroup("t", "g")
+	require.Equal(t, pubsub.Stats{Topic: "t", Group: "g"}, e.stats("t", "g"))
+
+	e.publish("t", "a", "b", "c")
+	e.publishDelayed("t", time.Hour, "d")
+	d := e.claim("t", "g", "c", 2)
+	// Age the oldest pending and ready entries by a known amount, on the Redis clock.
+	now := e.zscore(k.pendingAt, d[0].ID)
+	require.NoError(t, e.c.ZAdd(e.ctx, k.pendingAt, zmember(now-60_000, d[0].ID)).Err())
+	require.NoError(t, e.c.ZAdd(e.ctx, k.ready, zmember(now-120_000, mem("3"))).Err())
+	e.nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
+
+	s := e.stats("t", "g")
+	require.Equal(t, int64(1), s.Ready, "due: score <= Redis now")
+	require.Equal(t, int64(1), s.Delayed, "not yet due")
+	require.Equal(t, int64(1), s.Pending)
+	require.Equal(t, int64(1), s.Dead)
+	require.InDelta(t, 60*time.Second, s.OldestPendingAge, float64(5*time.Second))
+	require.InDelta(t, 120*time.Second, s.OldestReadyAge, float64(5*time.Second), "ready since its due time")
+	require.Equal(t, pubsub.Counters{Published: 4, Claimed: 2, Nacked: 1, DeadLettered: 1}, s.Counters)
+
+	// A delayed member is not ready, and gives no ready age, until its due time.
+	e.claim("t", "g", "c", 1)
+	s = e.stats("t", "g")
+	require.Equal(t, [2]int64{0, 1}, [2]int64{s.Ready, s.Delayed})
+	require.Zero(t, s.OldestReadyAge)
+}
