@@ -173,7 +173,8 @@ func TestBlockedClaimWakesWhenTheMessageItWaitsForIsDue(t *testing.T) {
 }
 
 // With nothing due, a claim is one script and one BLPOP per Block, whatever is scheduled: the
-// BLPOP's timeout is the rest of Block or the time until the earliest due member, in ms.
+// BLPOP's timeout is the rest of Block, or a fallback a little after the earliest due member
+// (a local timer pushes the wake-up token at the due time itself).
 func TestIdleClaimIssuesTwoCommandsPerBlock(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -91,9 +91,9 @@
 // the ready ZSET itself, is claimed within milliseconds of its due time, and messages come in
 // due order (Capabilities.OnTimeDelay, DueOrder, NativeDelay); and for priorities among
 // messages due together. Choose list for the plain work queue: its ready queue is a LIST
-// (O(1) per message, where a ZSET is O(log n)), and a blocked list consumer is handed the
-// message by the publish itself (BLMOVE), where a blocked zset consumer is woken by a token
-// and then claims, one round trip more.
+// (O(1) per message, where a ZSET is O(log n)), and a publish hands messages to several
+// blocked list consumers at once (BLMOVE), where it wakes one zset consumer, which passes the
+// wake-up on when more is due.
 //
 // # How the contract is kept
 //
