@@ -1,0 +1,112 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/pubsub"
+)
+
+// Claim runs claim.lua: due retries and unread entries, in (due time, ID) order, up to
+// p.Count. With nothing to claim and p.Block > 0 it waits, then claims again, until something
+// is claimed or the time left of p.Block runs out. The wait is XREAD BLOCK on the stream
+// after the group's last-delivered-id, so the next publish wakes it at once; XREAD reads
+// without changing any state, so nothing is claimed outside the script. It is bounded by the
+// time left of p.Block and by the context's deadline; when a retry falls due earlier, a Go
+// timer ends the wait at its due time, because Redis ends a blocking command only on its
+// server tick (every 100 ms at the default hz).
+func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+		return nil, err
+	}
+	if p.Lease <= 0 {
+		return nil, &pubsub.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
+	}
+	count := max(p.Count, 1)
+	k := b.groupKeys(p.Topic, p.Group)
+	end := time.Now().Add(p.Block)
+	for {
+		res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
+			p.Group, p.Consumer, ParkedConsumer, count, ms(p.Lease), max(count, b.opts.BatchSize)).Slice()
+		if err != nil {
+			return nil, err
+		}
+		if len(res) > 2 || p.Block <= 0 {
+			return deliveries(p.Topic, res[2:]), nil
+		}
+		wait := time.Until(end)
+		if wait <= 0 || ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		due := toInt(res[0])
+		if due == 0 {
+			continue // the script stopped at its bound or dropped stale retries: go on at once
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		timer := due > 0 && time.Duration(due)*time.Millisecond < wait
+		if timer {
+			wait = time.Duration(due) * time.Millisecond
+		}
+		last, _ := res[1].(string)
+		if err := b.await(ctx, k.topic.stream, last, wait, timer); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// await blocks until the stream gets an entry after last, or wait passes. XREAD BLOCK times
+// out on Redis's server tick, late by up to 1/hz; with timer, a Go timer ends the wait on
+// time instead, leaving the XREAD to finish by itself (it only reads, and holds a pooled
+// connection for at most wait plus a tick).
+func (b *Backend) await(ctx context.Context, stream, last string, wait time.Duration, timer bool) error {
+	read := func() error {
+		err := b.client.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{stream, last},
+			Count:   1,
+			Block:   time.Duration(ms(max(wait, time.Millisecond))) * time.Millisecond,
+		}).Err()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		return err
+	}
+	if !timer {
+		return read()
+	}
+	done := make(chan error, 1)
+	go func() { done <- read() }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// deliveries decodes claim.lua's flat {id, attempt, fields, ...} reply. An entry that does
+// not decode becomes a Delivery with Err wrapping pubsub.ErrCorruptEntry, for the caller to
+// dead-letter.
+func deliveries(topic string, flat []any) []pubsub.Delivery {
+	out := make([]pubsub.Delivery, 0, len(flat)/3)
+	for i := 0; i+2 < len(flat); i += 3 {
+		id, _ := flat[i].(string)
+		d := pubsub.Delivery{ID: id, Attempt: int(toInt(flat[i+1]))}
+		env, err := decodeEntry(toStrings(flat[i+2]))
+		if err != nil {
+			d.Err = fmt.Errorf("streams: entry %s of topic %q: %w", id, topic, err)
+		} else {
+			d.Envelope = env
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package streams
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+func TestClaimPutsEntriesInThePELOfTheConsumerWithItsLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.ensureGroup("t", "g", false)
+	published := e.publish("t", "1", "2", "3")
+
+	ds := e.claimLease("t", "g", "c", 2, 1500*time.Millisecond)
+	require.Equal(t, published[:2], ids(ds))
+	require.Equal(t, []string{"1", "2"}, payloads(ds))
+	for _, d := range ds {
+		require.Equal(t, 1, d.Attempt)
+	}
+	require.Equal(t, map[string]pel{published[0]: {"c", 1}, published[1]: {"c", 1}}, e.pel("t", "g"))
+	require.Equal(t, map[string]string{"c": "1500"}, e.hash(k.leases), "the lease the consumer claims with")
+	zs, err := e.c.ZRange(e.ctx, k.pendingAt, 0, -1).Result()
+	require.NoError(t, err)
+	require.Equal(t, published[:2], zs)
+	require.Equal(t, counts{Ready: 1, Pending: 2}, e.counts("t", "g"))
+	require.Equal(t, int64(2), e.stats("t", "g").Counters.Claimed)
+	require.Empty(t, e.retry("t", "g"))
+}
+
+func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// A client of its own, named, to see it blocked in CLIENT LIST.
+	opt, err := redis.ParseURL(redistest.Shared(t).URL())
+	require.NoError(t, err)
+	opt.ClientName = e.prefix
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	b, err := New(c, Options{Prefix: e.prefix})
+	require.NoError(t, err)
+	e.ensureGroup("t", "g", false)
+
+	const block = 20 * time.Second
+	type result struct {
+		ds  []pubsub.Delivery
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		ds, err := b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+		done <- result{ds, err, time.Now()}
+	}()
+	require.Eventually(t, func() bool {
+		for line := range strings.Lines(e.c.ClientList(e.ctx).Val()) {
+			if strings.Contains(line, "name="+e.prefix+" ") && strings.Contains(line, "cmd=xread ") {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond, "the claim should block in XREAD")
+
+	published := time.Now()
+	e.publish("t", "wake", "more")
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, []string{"wake", "more"}, payloads(r.ds), "the claim after the wake-up takes the batch")
+	require.Less(t, r.at.Sub(published), block/2, "woken by the publish, not by the end of Block")
+	t.Logf("pickup after publish: %v", r.at.Sub(published))
+}
+
+func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ensureGroup("t", "g", false)
+	start := time.Now()
+	ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.Empty(t, ds)
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+	require.Empty(t, e.pel("t", "g"))
+}
+
+func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
+	defer cancel()
+	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Empty(t, ds)
+}
+
+func TestClaimRecreatesAMissingGroupForNewEntries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	require.Empty(t, e.claim("t", "g", "c", 1), "no stream, no group: nothing, and no error")
+	published := e.publish("t", "x")
+	require.Equal(t, published, ids(e.claim("t", "g", "c", 1)))
+}
+
+func TestClaimRejectsTheParkingConsumerAndANonPositiveLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: ParkedConsumer, Count: 1, Lease: time.Second})
+	require.ErrorIs(t, err, pubsub.ErrInvalidName)
+	_, err = e.b.Ack(e.ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: ParkedConsumer})
+	require.ErrorIs(t, err, pubsub.ErrInvalidName)
+	_, err = e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
+	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+}
+
+func TestDelayedPublishIsParkedUntilDueAndDeliveredAsTheFirstAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ensureGroup("t", "g", false)
+	before := e.redisNow()
+	later := e.publishDelayed("t", time.Hour, "later")[0]
+	soon := e.publishDelayed("t", 100*time.Millisecond, "soon")[0]
+	now := e.publish("t", "now")[0]
+	require.Equal(t, counts{Ready: 1, Delayed: 2}, e.counts("t", "g"), "unread delayed entries count as delayed")
+
+	ds := e.claim("t", "g", "c", 10)
+	require.Equal(t, []string{now}, ids(ds))
+	require.Equal(t, map[string]pel{later: {ParkedConsumer, 0}, soon: {ParkedConsumer, 0}, now: {"c", 1}}, e.pel("t", "g"),
+		"read, parked by the claim, not counted as an attempt")
+	r := e.retry("t", "g")
+	require.InDelta(t, float64(before.Add(time.Hour).UnixMilli()), r[later], 1000)
+	require.Equal(t, counts{Delayed: 2, Pending: 1}, e.counts("t", "g"))
+
+	// A blocking claim wakes for the due time, not at the end of Block.
+	start := time.Now()
+	ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 10 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, []string{soon}, ids(ds))
+	require.Equal(t, 1, ds[0].Attempt)
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Equal(t, counts{Delayed: 1, Pending: 2}, e.counts("t", "g"))
+}
+
+func TestCorruptEntryIsClaimedWithAnError(t *testing.T) {
+	t.Parallel()
+	for _, format := range []Format{FormatNative, FormatWatermill} {
+		t.Run(string(format), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(o *Options) { o.Format = format })
+			topic := "t-" + e.prefix
+			require.NoError(t, e.b.Faults().InjectCorrupt(e.ctx, topic, "g", []byte("\x07garbage")))
+			_, err := e.c.XAdd(e.ctx, &redis.XAddArgs{Stream: e.tk(topic).stream, Values: []string{"foreign", "data"}}).Result()
+			require.NoError(t, err)
+			e.publish(topic, "good")
+
+			ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 10, Lease: time.Minute})
+			require.NoError(t, err)
+			require.Len(t, ds, 3)
+			require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
+			require.ErrorIs(t, ds[1].Err, pubsub.ErrCorruptEntry)
+			require.NoError(t, ds[2].Err)
+			require.Equal(t, "good", string(ds[2].Envelope.Payload))
+		})
+	}
+}
+
+func TestInjectOrphanIsNotImplemented(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, err := e.b.Faults().InjectOrphan(e.ctx, "t", "g")
+	require.ErrorIs(t, err, pubsub.ErrNotImplemented)
+}
+
+// An entry whose ID is ahead of the Redis clock (Redis keeps issuing IDs from its last time
+// after the clock steps back; another writer may choose IDs) is due now, not at its ID's time.
+func TestAnEntryWithAnIDAheadOfTheClockIsDueNow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.ensureGroup("t", "g", false)
+	future := strconv.FormatInt(e.redisNow().Add(time.Hour).UnixMilli(), 10) + "-0"
+	require.NoError(t, e.c.XAdd(e.ctx, &redis.XAddArgs{Stream: e.tk("t").stream, ID: future,
+		Values: []any{FieldEnvelope, pubsub.EncodeEnvelope(envelope("ahead"))}}).Err())
+	ds := e.claim("t", "g", "c", 5)
+	require.Equal(t, []string{future}, ids(ds))
+
+	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.nack("t", "g", "c", 0, pubsub.NackItem{ID: future, Attempt: 1, Release: true}))
+	require.Equal(t, counts{Ready: 1}, e.counts("t", "g"))
+	require.Equal(t, []string{future}, ids(e.claim("t", "g", "c", 5)), "released, it is due at once too")
+}
+
+// A claim reads at most BatchSize unread entries per script call; behind more delayed ones
+// than that, it calls the script again at once rather than waiting for a publish.
+func TestClaimReadsPastMoreDelayedEntriesThanOneScriptScans(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BatchSize = 3 })
+	e.ensureGroup("t", "g", false)
+	e.publishDelayed("t", time.Hour, "1", "2", "3", "4", "5", "6", "7")
+	now := e.publish("t", "now")
+
+	start := time.Now()
+	ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 5 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, now, ids(ds))
+	require.Less(t, time.Since(start), time.Second)
+	require.Equal(t, counts{Delayed: 7, Pending: 1}, e.counts("t", "g"))
+}

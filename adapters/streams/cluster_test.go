@@ -1,0 +1,96 @@
+package streams_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/pubsub"
+)
+
+// On Redis Cluster every script and the blocking XREAD touch one slot, in both formats: in
+// the Watermill format the stream is the bare topic and relq's keys are tagged {topic}, which
+// hashes to the same slot (a cross-slot script would fail with CROSSSLOT). Topics spread over
+// the primaries; each one goes through a delayed publish, a nack, a dead letter and its
+// requeue, delete-on-ack, stats and consumer cleanup.
+func TestWorksOnRedisCluster(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, redistest.ClusterOptions{Masters: 3, ReplicasPerMaster: -1})
+	client := cluster.Client(t)
+	ctx := context.Background()
+	for _, format := range []streams.Format{streams.FormatNative, streams.FormatWatermill} {
+		prefix := redistest.Prefix(t)
+		backend, err := streams.New(client, streams.Options{Prefix: prefix, Format: format, Retention: streams.DeleteOnAck})
+		require.NoError(t, err)
+		pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, nil)
+		require.NoError(t, err)
+		sub, err := pubsub.NewSubscriber(backend, pubsub.SubscriberConfig{
+			Block: 200 * time.Millisecond, MaxDeliveries: 2, NackBackoff: func(int) time.Duration { return 50 * time.Millisecond },
+		}, nil)
+		require.NoError(t, err)
+
+		for i := range 6 {
+			topic := prefix + "-topic-" + strconv.Itoa(i)
+			ch, err := sub.Subscribe(ctx, topic)
+			require.NoError(t, err)
+			now, later, poison := newMsg("now"), newMsg("later"), newMsg("poison")
+			pubsub.SetDelay(later, 100*time.Millisecond)
+			require.NoError(t, pub.Publish(topic, now, later, poison))
+
+			got := map[string]int{}
+			for range 5 { // "now" is nacked once, "poison" twice and dead-lettered
+				select {
+				case msg := <-ch:
+					p := string(msg.Payload)
+					got[p]++
+					if p == "poison" || p == "now" && pubsub.Attempt(msg) == 1 {
+						msg.Nack()
+					} else {
+						msg.Ack()
+					}
+				case <-time.After(10 * time.Second):
+					require.FailNow(t, "not delivered", "%s topic %s: got %v", format, topic, got)
+				}
+			}
+			require.Equal(t, map[string]int{"now": 2, "later": 1, "poison": 2}, got, "%s topic %s", format, topic)
+
+			var s pubsub.Stats
+			require.Eventually(t, func() bool {
+				s, err = backend.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
+				require.NoError(t, err)
+				return s.Dead == 1 && s.Ready+s.Pending+s.Delayed == 0
+			}, 10*time.Second, 10*time.Millisecond, "%+v", s)
+			n, err := backend.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: pubsub.DefaultGroup, All: true})
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			select {
+			case msg := <-ch:
+				require.Equal(t, "poison", string(msg.Payload))
+				require.Equal(t, 1, pubsub.Attempt(msg))
+				msg.Ack()
+			case <-time.After(10 * time.Second):
+				require.FailNow(t, "requeued message not delivered", "%s topic %s", format, topic)
+			}
+			stream := topic
+			if format == streams.FormatNative {
+				stream = "{" + prefix + ":" + topic + "}:stream"
+			}
+			require.Eventually(t, func() bool { return client.XLen(ctx, stream).Val() == 0 }, 10*time.Second, 10*time.Millisecond,
+				"delete-on-ack left entries in %s", stream)
+			_, err = backend.CleanupConsumers(ctx, topic, pubsub.DefaultGroup, time.Hour)
+			require.NoError(t, err)
+		}
+		require.NoError(t, sub.Close())
+	}
+}
+
+func newMsg(payload string) *message.Message {
+	return message.NewMessage(watermill.NewUUID(), []byte(payload))
+}

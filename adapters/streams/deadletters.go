@@ -1,0 +1,119 @@
+package streams
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// deadLettersCountDefault is the page size when DeadLettersParams.Count is zero.
+const deadLettersCountDefault = 100
+
+// deadHeader is the number of strings of relq's record at the head of a dead-letter entry:
+// six fields and their values, before the dead entry's own fields.
+const deadHeader = 12
+
+// DeadLetters reads one page of the group's dead-letter stream, oldest first, in one
+// read-only script. An entry that cannot be decoded comes back with its bytes in Raw.
+func (b *Backend) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) ([]pubsub.DeadLetter, error) {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return nil, err
+	}
+	count := p.Count
+	if count <= 0 {
+		count = deadLettersCountDefault
+	}
+	k := b.groupKeys(p.Topic, p.Group)
+	page, err := deadLettersScript.Run(ctx, b.client, k.deadLettersKeys(), max(p.Offset, 0), count).Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pubsub.DeadLetter, 0, len(page))
+	for _, v := range page {
+		f := toStrings(v)
+		if len(f) < deadHeader {
+			continue
+		}
+		dl := pubsub.DeadLetter{
+			ID:       f[1],
+			Reason:   f[3],
+			Attempts: int(toInt(f[5])),
+			DeadAt:   time.UnixMilli(toInt(f[7])),
+			Topic:    f[9],
+			Group:    f[11],
+		}
+		if fields := f[deadHeader:]; len(fields) > 0 {
+			if env, err := decodeEntry(fields); err == nil {
+				dl.Envelope = env
+			} else {
+				dl.Raw = rawOf(fields)
+			}
+		}
+		out = append(out, dl)
+	}
+	return out, nil
+}
+
+// RequeueDeadLetters gives the given dead letters (or all, with p.All) back to the group with
+// their attempts reset and their delivery IDs kept: each entry returns to the group's PEL
+// under the parking consumer with delivery count 0 (XCLAIM ... RETRYCOUNT 0 FORCE), due now.
+// It runs requeue.lua calls of at most Options.BatchSize each; each call is atomic. IDs that
+// are not dead letters are skipped, and so are dead letters whose entry was trimmed from the
+// stream: they stay in the dead-letter stream.
+func (b *Backend) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParams) (int, error) {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return 0, err
+	}
+	k := b.groupKeys(p.Topic, p.Group)
+	batch := b.opts.BatchSize
+	total := 0
+	if p.All {
+		cursor := "-"
+		for {
+			res, err := requeueScript.Run(ctx, b.client, k.requeueKeys(), p.Group, ParkedConsumer, batch, cursor).Slice()
+			if err != nil {
+				return total, err
+			}
+			total += int(toInt(res[1]))
+			if toInt(res[0]) < int64(batch) {
+				return total, nil
+			}
+			cursor, _ = res[2].(string)
+		}
+	}
+	for ids := range slices.Chunk(p.IDs, batch) {
+		args := make([]any, 0, 4+len(ids))
+		args = append(args, p.Group, ParkedConsumer, batch, "-")
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		res, err := requeueScript.Run(ctx, b.client, k.requeueKeys(), args...).Slice()
+		if err != nil {
+			return total, err
+		}
+		total += int(toInt(res[1]))
+	}
+	return total, nil
+}
+
+// PurgeDeadLetters deletes all the group's dead letters, in purge.lua calls of at most
+// Options.BatchSize each. With DeleteOnAck, entries no other group needs go too.
+func (b *Backend) PurgeDeadLetters(ctx context.Context, p *pubsub.PurgeParams) (int, error) {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return 0, err
+	}
+	k := b.groupKeys(p.Topic, p.Group)
+	total := 0
+	for {
+		n, err := purgeScript.Run(ctx, b.client, k.purgeKeys(), b.opts.BatchSize, b.deleteOnAck()).Int()
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n < b.opts.BatchSize {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// Faults injects states that only failures produce, so the conformance suite can check the
+// recovery paths against real Redis. It is for tests: production code never calls it.
+type Faults struct {
+	b *Backend
+}
+
+// Faults returns the fault injector of b. For tests only.
+func (b *Backend) Faults() *Faults { return &Faults{b: b} }
+
+// InjectCorrupt appends an entry holding data where the message should be, bypassing the
+// codec, as a foreign writer would (one inject.lua call, which creates the group first if
+// missing): FieldEnvelope in FormatNative, FieldMetadata without a UUID in FormatWatermill.
+// Claiming it yields a Delivery whose Err wraps pubsub.ErrCorruptEntry, and its dead letter
+// keeps data as Raw.
+func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []byte) error {
+	if err := f.b.check(ctx, "topic", topic, "group", group); err != nil {
+		return err
+	}
+	field := FieldEnvelope
+	if f.b.opts.Format == FormatWatermill {
+		field = FieldMetadata
+	}
+	k := f.b.groupKeys(topic, group)
+	return injectScript.Run(ctx, f.b.client, k.injectKeys(), group, field, data).Err()
+}
+
+// InjectOrphan cannot make a streams orphan: XREADGROUP adds an entry to the PEL together
+// with its consumer, so a delivery is never pending without a holder
+// (Capabilities.PendingOrphans is false). It returns an error wrapping
+// pubsub.ErrNotImplemented.
+func (f *Faults) InjectOrphan(context.Context, string, string) (string, error) {
+	return "", fmt.Errorf("%w: streams deliveries cannot be pending without a holder", pubsub.ErrNotImplemented)
+}

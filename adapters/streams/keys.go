@@ -1,0 +1,118 @@
+package streams
+
+import "github.com/relq/relq/internal/keys"
+
+// topicKeys are the keys shared by every group of one topic.
+type topicKeys struct {
+	base      string // the hash-tagged start of relq's keys of the topic
+	stream    string // STREAM: the messages, one entry each
+	published string // STRING: the topic's publish counter
+	delayed   string // ZSET id -> due ms: entries published with a delay
+	deadRefs  string // HASH id -> number of groups keeping it as a dead letter
+}
+
+// groupKeys are relq's keys of one consumer group; the group itself lives in the stream.
+type groupKeys struct {
+	group     string
+	retry     string // ZSET padded id -> due ms: deliveries parked for a retry
+	leases    string // HASH consumer -> lease ms
+	pendingAt string // ZSET id -> claimed at ms
+	dead      string // STREAM: dead letters
+	deadIndex string // HASH id -> dead-letter entry id
+	counters  string // HASH: cumulative counters and published_base
+	topic     topicKeys
+}
+
+// topicKeys returns the keys of topic. Every key shares one hash tag, so every script touches
+// one Cluster slot: {prefix:topic} in FormatNative; in FormatWatermill the stream is the bare
+// topic (watermill-redisstream's name) and relq's keys are tagged {topic}, which hashes to the
+// stream's slot. Names are validated before they get here: they hold no braces.
+func (b *Backend) topicKeys(topic string) topicKeys {
+	var base, stream string
+	if b.opts.Format == FormatWatermill {
+		stream = topic
+		base = keys.Join("{"+topic+"}", b.opts.Prefix)
+	} else {
+		base = keys.Tag(b.opts.Prefix, topic)
+		stream = keys.Join(base, "stream")
+	}
+	return topicKeys{
+		base:      base,
+		stream:    stream,
+		published: keys.Join(base, "published"),
+		delayed:   keys.Join(base, "delayed"),
+		deadRefs:  keys.Join(base, "dead_refs"),
+	}
+}
+
+// groupKeys returns the keys of group on topic. Group names hold no ':', so the keys of two
+// groups cannot collide.
+func (b *Backend) groupKeys(topic, group string) groupKeys {
+	tk := b.topicKeys(topic)
+	g := func(name string) string { return keys.Join(tk.base, "g", group, name) }
+	return groupKeys{
+		group:     group,
+		retry:     g("retry"),
+		leases:    g("leases"),
+		pendingAt: g("pending_at"),
+		dead:      g("dead"),
+		deadIndex: g("dead_index"),
+		counters:  g("counters"),
+		topic:     tk,
+	}
+}
+
+// The KEYS lists of the scripts, in the order their headers give.
+
+func (k topicKeys) publishKeys(defaultCounters string) []string {
+	return []string{k.stream, k.published, k.delayed, defaultCounters}
+}
+
+func (k groupKeys) ensureGroupKeys() []string {
+	return []string{k.topic.stream, k.topic.published, k.counters}
+}
+
+func (k groupKeys) claimKeys() []string {
+	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.leases, k.pendingAt, k.topic.published}
+}
+
+func (k groupKeys) ackKeys() []string {
+	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.topic.deadRefs}
+}
+
+func (k groupKeys) nackKeys() []string {
+	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.dead, k.deadIndex, k.topic.deadRefs}
+}
+
+func (k groupKeys) extendKeys() []string {
+	return []string{k.topic.stream, k.leases}
+}
+
+func (k groupKeys) reclaimKeys() []string {
+	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.leases, k.dead, k.deadIndex,
+		k.topic.deadRefs, k.topic.delayed}
+}
+
+func (k groupKeys) deadLettersKeys() []string {
+	return []string{k.dead}
+}
+
+func (k groupKeys) requeueKeys() []string {
+	return []string{k.topic.stream, k.retry, k.dead, k.deadIndex, k.topic.deadRefs}
+}
+
+func (k groupKeys) purgeKeys() []string {
+	return []string{k.topic.stream, k.dead, k.deadIndex, k.topic.deadRefs}
+}
+
+func (k groupKeys) statsKeys() []string {
+	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.topic.published, k.pendingAt, k.dead}
+}
+
+func (k groupKeys) cleanupKeys() []string {
+	return []string{k.topic.stream, k.retry, k.pendingAt, k.leases}
+}
+
+func (k groupKeys) injectKeys() []string {
+	return []string{k.topic.stream, k.topic.published, k.counters}
+}

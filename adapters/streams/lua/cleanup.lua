@@ -1,0 +1,42 @@
+-- cleanup.lua: remove a group's consumers idle for a while without dropping their pending
+-- entries (XGROUP DELCONSUMER drops a consumer's PEL entries): each one's entries idle that
+-- long are parked first (XCLAIM ... JUSTID, no attempt counted) and due at once; a consumer is
+-- removed once nothing is pending for it.
+--
+-- KEYS[1] -> stream (STREAM)
+-- KEYS[2] -> retry (ZSET) the group's
+-- KEYS[3] -> pending_at (ZSET) the group's
+-- KEYS[4] -> leases (HASH) the group's
+-- ARGV[1] -> group
+-- ARGV[2] -> the parking consumer's name
+-- ARGV[3] -> idle ms: consumers and entries idle at least this long
+-- ARGV[4] -> N, the most entries parked in this call
+-- Returns {consumers removed, entries parked, 1 if the bound stopped it, else 0}.
+
+local k = {stream = KEYS[1], retry = KEYS[2], pending = KEYS[3], leases = KEYS[4],
+  group = ARGV[1], parked = ARGV[2]}
+local idle, left = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = now_ms()
+local consumers = redis.pcall('XINFO', 'CONSUMERS', k.stream, k.group)
+if type(consumers) ~= 'table' or consumers.err then return {0, 0, 0} end
+
+local removed, moved = 0, 0
+for _, c in ipairs(consumers) do
+  local t = {}
+  for i = 1, #c, 2 do t[c[i]] = c[i + 1] end
+  local name = t['name']
+  if name ~= k.parked and tonumber(t['idle']) >= idle then
+    if tonumber(t['pending']) > 0 and left > 0 then
+      for _, e in ipairs(redis.call('XPENDING', k.stream, k.group, 'IDLE', idle, '-', '+', left, name)) do
+        if park(k, e[1], published_at(e[1], now)) then moved = moved + 1 end
+        left = left - 1
+      end
+    end
+    if not redis.call('XPENDING', k.stream, k.group, '-', '+', 1, name)[1] then
+      redis.call('XGROUP', 'DELCONSUMER', k.stream, k.group, name)
+      redis.call('HDEL', k.leases, name)
+      removed = removed + 1
+    end
+  end
+end
+return {removed, moved, left <= 0 and 1 or 0}

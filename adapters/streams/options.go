@@ -1,0 +1,133 @@
+package streams
+
+import (
+	"time"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// Format is how entries are laid out in the stream, and how the stream is named.
+type Format string
+
+const (
+	// FormatNative stores one field, "e", holding relq's binary envelope
+	// (pubsub.EncodeEnvelope), in the stream {prefix:topic}:stream.
+	FormatNative Format = "native"
+	// FormatWatermill is watermill-redisstream's layout, so both libraries can share a stream:
+	// the stream key is the bare topic name and each entry has the fields
+	// _watermill_message_uuid, metadata (a msgpack map) and payload. relq's own keys of the
+	// topic are {topic}:<prefix>:..., in the stream's Cluster slot.
+	FormatWatermill Format = "watermill-redisstream"
+)
+
+// Retention says when acknowledged entries leave the stream.
+type Retention string
+
+const (
+	// RetainUntilTrimmed keeps entries until MaxLen or MaxAge trims them (never, without
+	// either): the stream keeps its history, and new groups can replay it.
+	RetainUntilTrimmed Retention = "until-trimmed"
+	// DeleteOnAck deletes an entry (XDEL) as soon as every consumer group of the stream has
+	// read and acknowledged it and none keeps it as a dead letter, so the stream holds only
+	// what some group still needs.
+	DeleteOnAck Retention = "delete-on-ack"
+)
+
+// Defaults of Options.
+const (
+	// PrefixDefault starts every key relq adds for a topic.
+	PrefixDefault = "relq"
+	// BatchSizeDefault bounds the entries one script call handles where the caller sets no
+	// bound.
+	BatchSizeDefault = 1000
+	// ConsumerIdleTimeoutDefault is how long a consumer with nothing pending stays registered
+	// in its group without reading before Reclaim removes it.
+	ConsumerIdleTimeoutDefault = time.Hour
+)
+
+// ParkedConsumer is the consumer name under which a group's PEL holds deliveries waiting for
+// a retry (nacked, released, reclaimed, requeued, delayed). It is reserved: Claim, Ack, Nack
+// and Extend reject it as a consumer name.
+const ParkedConsumer = "relq-parked"
+
+// Options configure a streams Backend.
+type Options struct {
+	// Prefix namespaces relq's keys: {prefix:topic}:... in FormatNative, {topic}:prefix:... in
+	// FormatWatermill. Defaults to PrefixDefault ("relq").
+	Prefix string
+	// Format is the stream layout. Defaults to FormatNative.
+	Format Format
+	// Retention says when acknowledged entries are deleted. Defaults to RetainUntilTrimmed.
+	Retention Retention
+	// MaxLen, when positive, trims the stream to about that many entries on every publish
+	// (XTRIM MAXLEN ~): whole nodes are removed, so it may hold up to a node's worth more
+	// (stream-node-max-entries, 100 by default). Trimming removes the oldest entries whether or
+	// not every group is done with them. Defaults to 0 (no bound).
+	MaxLen int64
+	// MaxAge, when positive, trims entries published longer ago than that on every publish
+	// (XTRIM MINID ~), with the same caveats as MaxLen. Defaults to 0 (no bound).
+	MaxAge time.Duration
+	// BatchSize bounds the work of one script call where the caller gives no bound: unread
+	// entries scanned per claim, expired leases per Reclaim, dead letters requeued or purged
+	// per round trip, entries moved per CleanupConsumers round trip. Defaults to
+	// BatchSizeDefault (1000).
+	BatchSize int
+	// ConsumerIdleTimeout: Reclaim removes a group's consumers that have nothing pending and
+	// have not read for this long, so that consumer names of stopped processes do not pile up.
+	// Defaults to ConsumerIdleTimeoutDefault (1h); -1 keeps them.
+	ConsumerIdleTimeout time.Duration
+}
+
+// WithDefaults returns a copy with zero fields set to their defaults.
+func (o Options) WithDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = PrefixDefault
+	}
+	if o.Format == "" {
+		o.Format = FormatNative
+	}
+	if o.Retention == "" {
+		o.Retention = RetainUntilTrimmed
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = BatchSizeDefault
+	}
+	if o.ConsumerIdleTimeout == 0 {
+		o.ConsumerIdleTimeout = ConsumerIdleTimeoutDefault
+	} else if o.ConsumerIdleTimeout < 0 {
+		o.ConsumerIdleTimeout = -1
+	}
+	return o
+}
+
+// validate checks options after WithDefaults.
+func (o Options) validate() error {
+	if err := pubsub.ValidateName("prefix", o.Prefix); err != nil {
+		return &fieldError{cfg: &pubsub.ConfigError{Field: "Prefix", Reason: err.Error()}, cause: err}
+	}
+	switch {
+	case o.Format != FormatNative && o.Format != FormatWatermill:
+		return &pubsub.ConfigError{Field: "Format", Reason: "must be " + string(FormatNative) + " or " + string(FormatWatermill)}
+	case o.Retention != RetainUntilTrimmed && o.Retention != DeleteOnAck:
+		return &pubsub.ConfigError{Field: "Retention", Reason: "must be " + string(RetainUntilTrimmed) + " or " + string(DeleteOnAck)}
+	case o.MaxLen < 0:
+		return &pubsub.ConfigError{Field: "MaxLen", Reason: "must not be negative"}
+	case o.MaxAge < 0:
+		return &pubsub.ConfigError{Field: "MaxAge", Reason: "must not be negative"}
+	case o.MaxLen > 0 && o.MaxAge > 0:
+		return &pubsub.ConfigError{Field: "MaxAge", Reason: "cannot be set together with MaxLen"}
+	case o.BatchSize < 1:
+		return &pubsub.ConfigError{Field: "BatchSize", Reason: "must be at least 1"}
+	}
+	return nil
+}
+
+// fieldError is a ConfigError caused by another error (a *pubsub.NameError), so errors.Is
+// matches both pubsub.ErrInvalidConfig and the cause's sentinel.
+type fieldError struct {
+	cfg   *pubsub.ConfigError
+	cause error
+}
+
+func (e *fieldError) Error() string   { return e.cfg.Error() }
+func (e *fieldError) Unwrap() []error { return []error{e.cfg, e.cause} }

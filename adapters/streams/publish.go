@@ -1,0 +1,78 @@
+package streams
+
+import (
+	"context"
+	"slices"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// Publish appends the batch to the topic's stream in one publish.lua call and returns the
+// entry IDs, which are the delivery IDs. Every consumer group of the stream receives every
+// entry; a stream without a group gets pubsub.DefaultGroup first, reading from its oldest
+// entry, so nothing published is dropped. A delayed message is appended at once and parked by
+// each group that reads it until it is due.
+func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string, error) {
+	if err := b.check(ctx, "topic", p.Topic); err != nil {
+		return nil, err
+	}
+	if len(p.Messages) == 0 {
+		return nil, nil
+	}
+	names := b.codec.names()
+	trim, trimArg := "", int64(0)
+	switch {
+	case b.opts.MaxLen > 0:
+		trim, trimArg = "MAXLEN", b.opts.MaxLen
+	case b.opts.MaxAge > 0:
+		trim, trimArg = "MINID", ms(b.opts.MaxAge)
+	}
+	args := make([]any, 0, 4+len(names)+len(p.Messages)*(1+len(names)))
+	args = append(args, pubsub.DefaultGroup, trim, trimArg, len(names))
+	for _, n := range names {
+		args = append(args, n)
+	}
+	for _, m := range p.Messages {
+		args = append(args, ms(m.Delay))
+		args = append(args, b.codec.values(m.Envelope)...)
+	}
+	tk := b.topicKeys(p.Topic)
+	dk := b.groupKeys(p.Topic, pubsub.DefaultGroup)
+	return publishScript.Run(ctx, b.client, tk.publishKeys(dk.counters), args...).StringSlice()
+}
+
+// EnsureGroup creates the consumer group on the topic's stream (and the stream), unless it
+// exists: from the oldest retained entry when p.FromOldest (XGROUP CREATE ... 0), else from
+// the next one ($). An existing group is left as it is.
+func (b *Backend) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) error {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return err
+	}
+	start := "$"
+	if p.FromOldest {
+		start = "0"
+	}
+	k := b.groupKeys(p.Topic, p.Group)
+	return ensureGroupScript.Run(ctx, b.client, k.ensureGroupKeys(), p.Group, start).Err()
+}
+
+// Groups lists the consumer groups of the topic's stream, sorted: relq's and any other
+// program's (watermill-redisstream's, in FormatWatermill).
+func (b *Backend) Groups(ctx context.Context, topic string) ([]string, error) {
+	if err := b.check(ctx, "topic", topic); err != nil {
+		return nil, err
+	}
+	infos, err := b.client.XInfoGroups(ctx, b.topicKeys(topic).stream).Result()
+	if err != nil {
+		if isNoSuchKey(err) {
+			return []string{}, nil
+		}
+		return nil, err
+	}
+	groups := make([]string, 0, len(infos))
+	for _, g := range infos {
+		groups = append(groups, g.Name)
+	}
+	slices.Sort(groups)
+	return groups, nil
+}

@@ -1,0 +1,133 @@
+package streams
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPublishAppendsABatchWithOneTimeAndCreatesTheDefaultGroup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.publish("t", "a", "b", "c")
+	ms, _, _ := strings.Cut(ids[0], "-")
+	for i, id := range ids[1:] {
+		gotMs, _, _ := strings.Cut(id, "-")
+		require.Equal(t, ms, gotMs, "the batch shares one publish time")
+		require.True(t, idLess(ids[i], id), "IDs increase: %v", ids)
+	}
+
+	entries, err := e.c.XRange(e.ctx, e.tk("t").stream, "-", "+").Result()
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	for i, en := range entries {
+		require.Equal(t, ids[i], en.ID)
+		require.Len(t, en.Values, 1, "one field: the envelope")
+		env, err := pubsub.DecodeEnvelope([]byte(en.Values[FieldEnvelope].(string)))
+		require.NoError(t, err)
+		require.Equal(t, envelope([]string{"a", "b", "c"}[i]), env)
+	}
+
+	// No group existed: the default group reads from the oldest entry, so it has all three.
+	groups, err := e.b.Groups(e.ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
+	require.Equal(t, counts{Ready: 3}, e.counts("t", pubsub.DefaultGroup))
+	require.Equal(t, int64(3), e.stats("t", pubsub.DefaultGroup).Counters.Published)
+	require.Equal(t, []string{"g:default:counters", "published", "stream"}, e.keys("t"))
+
+	// With a group registered, a publish creates none.
+	e.ensureGroup("u", "g", false)
+	e.publish("u", "x")
+	groups, err = e.b.Groups(e.ctx, "u")
+	require.NoError(t, err)
+	require.Equal(t, []string{"g"}, groups)
+}
+
+func TestNewGroupStartsWithTheNextPublishOrReplaysFromTheOldest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	old := e.publish("t", "old")
+	e.ensureGroup("t", "new", false)
+	e.ensureGroup("t", "replay", true)
+	e.ensureGroup("t", "replay", false) // existing: left as it is
+	fresh := e.publish("t", "fresh")
+
+	require.Equal(t, fresh, ids(e.claim("t", "new", "c", 10)))
+	require.Equal(t, append(old, fresh...), ids(e.claim("t", "replay", "c", 10)))
+	require.Equal(t, int64(1), e.stats("t", "new").Counters.Published)
+	require.Equal(t, int64(2), e.stats("t", "replay").Counters.Published, "the replayed entry was routed to the group")
+
+	groups, err := e.b.Groups(e.ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, []string{"default", "new", "replay"}, groups)
+	groups, err = e.b.Groups(e.ctx, "nothing-here")
+	require.NoError(t, err)
+	require.Empty(t, groups)
+}
+
+func TestPublishTrimsToMaxLenApproximately(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.MaxLen = 150 })
+	for range 10 {
+		e.publish("t", strings.Split(strings.Repeat("x,", 100), ",")[:100]...)
+	}
+	// XTRIM MAXLEN ~ removes whole nodes (100 entries each by default).
+	n := e.xlen(e.tk("t").stream)
+	require.GreaterOrEqual(t, n, int64(150))
+	require.Less(t, n, int64(150+100))
+}
+
+func TestPublishTrimsEntriesOlderThanMaxAge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.MaxAge = 50 * time.Millisecond })
+	e.publish("t", strings.Split(strings.Repeat("x,", 300), ",")[:300]...)
+	time.Sleep(100 * time.Millisecond)
+	ids := e.publish("t", "new")
+	entries, err := e.c.XRange(e.ctx, e.tk("t").stream, "-", "+").Result()
+	require.NoError(t, err)
+	// Approximate: whole nodes of old entries go, the node with the new entry stays.
+	require.Less(t, len(entries), 301)
+	require.Equal(t, ids[0], entries[len(entries)-1].ID)
+}
+
+func TestWatermillFormatUsesTheBareTopicAndItsFields(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, watermillFormat)
+	topic := "orders:" + e.prefix // topics may hold ':'
+	msgs := []pubsub.OutMessage{
+		{Envelope: pubsub.Envelope{UUID: "u1", Metadata: map[string]string{"a": "1"}, Payload: []byte("p1")}},
+		{Envelope: pubsub.Envelope{UUID: "u2", Payload: []byte("p2")}},
+	}
+	published, err := e.b.Publish(e.ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	require.NoError(t, err)
+
+	k := e.gk(topic, pubsub.DefaultGroup)
+	require.Equal(t, topic, k.topic.stream)
+	require.Equal(t, "{"+topic+"}:"+e.prefix+":g:default:retry", k.retry, "relq's keys hash to the stream's slot")
+	entries, err := e.c.XRange(e.ctx, topic, "-", "+").Result()
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	require.Equal(t, map[string]any{FieldWatermillUUID: "u1", FieldMetadata: string(encodeMetadata(map[string]string{"a": "1"})), FieldPayload: "p1"}, entries[0].Values)
+	require.Equal(t, map[string]any{FieldWatermillUUID: "u2", FieldMetadata: "", FieldPayload: "p2"}, entries[1].Values)
+
+	ds := e.claim(topic, pubsub.DefaultGroup, "c", 10)
+	require.Equal(t, published, ids(ds))
+	require.Equal(t, msgs[0].Envelope, ds[0].Envelope)
+	require.Equal(t, msgs[1].Envelope, ds[1].Envelope)
+}
+
+// idLess orders entry IDs numerically.
+func idLess(a, b string) bool {
+	pa, pb := strings.Split(padID(a), "-"), strings.Split(padID(b), "-")
+	return pa[0] < pb[0] || pa[0] == pb[0] && pa[1] < pb[1]
+}
+
+func padID(id string) string {
+	ms, seq, _ := strings.Cut(id, "-")
+	pad := func(s string) string { return strings.Repeat("0", 20-len(s)) + s }
+	return pad(ms) + "-" + pad(seq)
+}

@@ -1,0 +1,84 @@
+package streams
+
+import (
+	"context"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// statsCountCap bounds how many unread entries stats.lua counts one by one, where Redis cannot
+// tell a group's lag (Redis 6.2, which has no lag; or entries deleted after the group's
+// last-delivered-id). Ready is at most this much then.
+const statsCountCap = 100_000
+
+// Stats reads the group's state in one read-only script, so the numbers are one snapshot and
+// the ages are measured on the Redis clock. Ready counts the entries the group has not read
+// (the lag) that are due, and parked retries that are due; Delayed the rest of both; Pending
+// the PEL without the parking consumer's entries. OldestPendingAge is the time since the
+// oldest pending delivery was claimed; OldestReadyAge the time since the oldest ready message
+// became due. Published counts relq's publishes routed to the group (since it was created,
+// plus what it could replay then).
+func (b *Backend) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stats, error) {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return pubsub.Stats{}, err
+	}
+	k := b.groupKeys(p.Topic, p.Group)
+	res, err := statsScript.Run(ctx, b.client, k.statsKeys(), p.Group, ParkedConsumer, statsCountCap).Slice()
+	if err != nil {
+		return pubsub.Stats{}, err
+	}
+	s := pubsub.Stats{
+		Topic:            p.Topic,
+		Group:            p.Group,
+		Ready:            toInt(res[0]),
+		Delayed:          toInt(res[1]),
+		Pending:          toInt(res[2]),
+		Dead:             toInt(res[3]),
+		OldestPendingAge: age(res[4]),
+		OldestReadyAge:   age(res[5]),
+	}
+	counters := toStrings(res[6])
+	base := int64(0)
+	for i := 0; i+1 < len(counters); i += 2 {
+		if counters[i] == "published_base" {
+			base = toInt(counters[i+1])
+			continue
+		}
+		if f := counterField(&s.Counters, counters[i]); f != nil {
+			*f = toInt(counters[i+1])
+		}
+	}
+	s.Counters.Published = max(toInt(res[7])-base, 0)
+	return s, nil
+}
+
+// age converts a millisecond age from stats.lua (-1: none) to a duration.
+func age(v any) time.Duration {
+	n := toInt(v)
+	if n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// counterField maps a field of the counters HASH, as the scripts name it, to its Counters field.
+func counterField(c *pubsub.Counters, name string) *int64 {
+	switch name {
+	case "claimed":
+		return &c.Claimed
+	case "acked":
+		return &c.Acked
+	case "nacked":
+		return &c.Nacked
+	case "reclaimed":
+		return &c.Reclaimed
+	case "dead_lettered":
+		return &c.DeadLettered
+	case "stale_acks":
+		return &c.StaleAcks
+	case "stale_nacks":
+		return &c.StaleNacks
+	}
+	return nil
+}
