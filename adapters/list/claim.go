@@ -3,11 +3,11 @@ package list
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -33,7 +33,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 	end := time.Now().Add(p.Block)
 	for {
 		res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
-			p.Consumer, count, ms(p.Lease), b.opts.BatchSize).Slice()
+			p.Consumer, count, backendkit.Millis(p.Lease), b.opts.BatchSize).Slice()
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +44,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 		if wait <= 0 || ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if due := toInt(res[0]); due >= 0 {
+		if due := backendkit.Int(res[0]); due >= 0 {
 			wait = min(wait, time.Duration(due)*time.Millisecond)
 		}
 		if dl, ok := ctx.Deadline(); ok {
@@ -72,7 +72,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 func (b *Backend) register(ctx context.Context, k groupKeys, p *pubsub.ClaimParams, count int, id string) ([]pubsub.Delivery, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registerTimeout)
 	defer cancel()
-	res, err := registerScript.Run(ctx, b.client, k.registerKeys(), p.Consumer, count, ms(p.Lease), id).Slice()
+	res, err := registerScript.Run(ctx, b.client, k.registerKeys(), p.Consumer, count, backendkit.Millis(p.Lease), id).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -88,21 +88,9 @@ func (b *Backend) blmove(ctx context.Context, k groupKeys, wait time.Duration) (
 	return cmd.Result()
 }
 
-// deliveries decodes claim.lua's flat {id, attempt, body, ...} reply. An undecodable body
-// becomes a Delivery with Err wrapping pubsub.ErrCorruptEntry, for the caller to dead-letter.
+// deliveries decodes claim.lua's and register.lua's flat {id, attempt, body, ...} reply. An
+// undecodable body becomes a Delivery with Err wrapping pubsub.ErrCorruptEntry, for the caller
+// to dead-letter.
 func deliveries(topic string, flat []any) []pubsub.Delivery {
-	out := make([]pubsub.Delivery, 0, len(flat)/3)
-	for i := 0; i+2 < len(flat); i += 3 {
-		id, _ := flat[i].(string)
-		body, _ := flat[i+2].(string)
-		d := pubsub.Delivery{ID: id, Attempt: int(toInt(flat[i+1]))}
-		env, err := pubsub.DecodeEnvelope([]byte(body))
-		if err != nil {
-			d.Err = fmt.Errorf("list: delivery %s of topic %q: %w", id, topic, err)
-		} else {
-			d.Envelope = env
-		}
-		out = append(out, d)
-	}
-	return out
+	return backendkit.DecodeDeliveries(flat, topic, "list: delivery", backendkit.DecodeEnvelope)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -18,12 +19,12 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	// A client of its own, named, to see it blocked in CLIENT LIST.
 	opt, err := redis.ParseURL(redistest.Shared(t).URL())
 	require.NoError(t, err)
-	opt.ClientName = e.prefix
+	opt.ClientName = e.Prefix
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { _ = c.Close() })
-	b, err := New(c, Options{Prefix: e.prefix})
+	b, err := New(c, Options{Prefix: e.Prefix})
 	require.NoError(t, err)
-	e.ensureGroup("t", "g")
+	e.EnsureGroup("t", "g")
 
 	const block = 20 * time.Second
 	type result struct {
@@ -33,12 +34,12 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		ds, err := b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+		ds, err := b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 		done <- result{ds, err, time.Now()}
 	}()
 	require.Eventually(t, func() bool {
-		for line := range strings.Lines(e.c.ClientList(e.ctx).Val()) {
-			if strings.Contains(line, "name="+e.prefix+" ") && strings.Contains(line, "cmd=blmove") {
+		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
+			if strings.Contains(line, "name="+e.Prefix+" ") && strings.Contains(line, "cmd=blmove") {
 				return true
 			}
 		}
@@ -46,33 +47,33 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	}, 5*time.Second, time.Millisecond, "the claim should block in BLMOVE")
 
 	published := time.Now()
-	e.publish("t", "wake", "more")
+	e.Publish("t", "wake", "more")
 	r := <-done
 	require.NoError(t, r.err)
-	require.Equal(t, []string{"wake", "more"}, payloads(r.ds), "register.lua claims the rest of the batch")
+	require.Equal(t, []string{"wake", "more"}, adaptertest.Payloads(r.ds), "register.lua claims the rest of the batch")
 	require.Less(t, r.at.Sub(published), block/2, "woken by the publish, not by the end of Block")
 	t.Logf("pickup after publish: %v", r.at.Sub(published))
 
 	k := e.gk("t", "g")
-	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.hash(k.holders))
-	require.Empty(t, e.zmembers(k.readyAt))
-	require.Equal(t, int64(2), e.stats("t", "g").Counters.Claimed)
+	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.Hash(k.holders))
+	require.Empty(t, e.ZMembers(k.readyAt))
+	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 }
 
 func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.ensureGroup("t", "g")
-	ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
+	e.EnsureGroup("t", "g")
+	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
-	require.Equal(t, []string{"groups"}, e.keys("t"))
+	require.Equal(t, []string{"groups"}, e.Keys("t"))
 }
 
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
 	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -102,6 +103,6 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 func TestClaimRejectsANonPositiveLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
+	_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
 	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -12,128 +13,125 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
-	e.ensureGroup("t", "g")
-	e.ensureGroup("t", "other")
-	e.publish("t", "a", "b", "c")
+	e.EnsureGroup("t", "g")
+	e.EnsureGroup("t", "other")
+	e.Publish("t", "a", "b", "c")
 	before := time.Now()
 
 	var items []pubsub.NackItem
-	for _, d := range e.claim("t", "g", "c", 3) {
+	for _, d := range e.Claim("t", "g", "c", 3) {
 		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "boom " + d.ID})
 	}
 	items[2].Reason = ""
-	require.Equal(t, pubsub.NackResult{DeadLettered: 3}, e.nack("t", "g", "c", 1, items...))
-	require.False(t, e.exists(k.processing))
-	require.Equal(t, int64(3), e.stats("t", "g").Dead)
+	require.Equal(t, pubsub.NackResult{DeadLettered: 3}, e.Nack("t", "g", "c", 1, items...))
+	require.False(t, e.Exists(k.processing))
+	require.Equal(t, int64(3), e.Stats("t", "g").Dead)
 
-	dls, err := e.b.DeadLetters(e.ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 3)
 	require.Equal(t, "1", dls[0].ID)
 	require.Equal(t, "t", dls[0].Topic)
 	require.Equal(t, "g", dls[0].Group)
-	require.Equal(t, envelope("a"), dls[0].Envelope)
+	require.Equal(t, adaptertest.Envelope("a"), dls[0].Envelope)
 	require.Nil(t, dls[0].Raw)
 	require.Equal(t, "boom 1", dls[0].Reason)
 	require.Equal(t, "nacked after 1 attempts", dls[2].Reason)
 	require.Equal(t, 1, dls[0].Attempts)
 	require.WithinDuration(t, before, dls[0].DeadAt, 5*time.Second)
 
-	page, err := e.b.DeadLetters(e.ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g", Offset: 1, Count: 1})
+	page, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g", Offset: 1, Count: 1})
 	require.NoError(t, err)
 	require.Len(t, page, 1)
 	require.Equal(t, "2", page[0].ID)
 
-	n, err := e.b.RequeueDeadLetters(e.ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"2", "404"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"2", "404"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, []string{"2"}, e.lrange(k.ready))
-	d := e.claim("t", "g", "c", 1)
+	require.Equal(t, []string{"2"}, e.LRange(k.ready))
+	d := e.Claim("t", "g", "c", 1)
 	require.Equal(t, 1, d[0].Attempt, "attempts reset")
-	require.Equal(t, pubsub.AckResult{Acked: 1}, e.ack("t", "g", "c", d...))
+	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
 
-	n, err = e.b.RequeueDeadLetters(e.ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
+	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{"3", "1"}, e.lrange(k.ready), "oldest dead letter claimed first")
-	require.False(t, e.exists(k.dead))
-	require.False(t, e.exists(k.reasons))
+	require.Equal(t, []string{"3", "1"}, e.LRange(k.ready), "oldest dead letter claimed first")
+	require.False(t, e.Exists(k.dead))
+	require.False(t, e.Exists(k.reasons))
 
 	var again []pubsub.NackItem
-	for _, d := range e.claim("t", "g", "c", 2) {
+	for _, d := range e.Claim("t", "g", "c", 2) {
 		again = append(again, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "again"})
 	}
-	require.Equal(t, pubsub.NackResult{DeadLettered: 2}, e.nack("t", "g", "c", 0, again...))
-	n, err = e.b.PurgeDeadLetters(e.ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
+	require.Equal(t, pubsub.NackResult{DeadLettered: 2}, e.Nack("t", "g", "c", 0, again...))
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"bodies", "g:g:counters", "g:other:counters", "g:other:ready", "g:other:ready_at",
-		"groups", "refs", "seq"}, e.keys("t"))
-	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.hash(k.topic.refs), "other still holds all three")
+		"groups", "refs", "seq"}, e.Keys("t"))
+	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.topic.refs), "other still holds all three")
 
 	// Purging the last holder deletes the bodies.
 	var last []pubsub.NackItem
-	for _, d := range e.claim("t", "other", "c", 3) {
+	for _, d := range e.Claim("t", "other", "c", 3) {
 		last = append(last, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
-	require.Equal(t, 3, e.nack("t", "other", "c", 0, last...).DeadLettered)
-	n, err = e.b.PurgeDeadLetters(e.ctx, &pubsub.PurgeParams{Topic: "t", Group: "other"})
+	require.Equal(t, 3, e.Nack("t", "other", "c", 0, last...).DeadLettered)
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "other"})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	require.Equal(t, []string{"g:g:counters", "g:other:counters", "groups", "seq"}, e.keys("t"))
+	require.Equal(t, []string{"g:g:counters", "g:other:counters", "groups", "seq"}, e.Keys("t"))
 }
 
 func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	b, err := New(e.c, Options{Prefix: e.prefix, BatchSize: 2})
-	require.NoError(t, err)
-	e.b = b
-	e.ensureGroup("t", "g")
-	e.publish("t", "a", "b", "c", "d", "e")
+	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
+	e.EnsureGroup("t", "g")
+	e.Publish("t", "a", "b", "c", "d", "e")
 	var items []pubsub.NackItem
-	for _, d := range e.claim("t", "g", "c", 5) {
+	for _, d := range e.Claim("t", "g", "c", 5) {
 		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
-	require.Equal(t, 5, e.nack("t", "g", "c", 0, items...).DeadLettered)
+	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
 
-	n, err := b.RequeueDeadLetters(e.ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"1", "2", "3"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"1", "2", "3"}})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	n, err = b.RequeueDeadLetters(e.ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
+	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Len(t, e.lrange(e.gk("t", "g").ready), 5)
+	require.Len(t, e.LRange(e.gk("t", "g").ready), 5)
 
 	items = items[:0]
-	for _, d := range e.claim("t", "g", "c", 5) {
+	for _, d := range e.Claim("t", "g", "c", 5) {
 		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
-	require.Equal(t, 5, e.nack("t", "g", "c", 0, items...).DeadLettered)
-	n, err = b.PurgeDeadLetters(e.ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
+	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
-	require.Equal(t, []string{"g:g:counters", "groups", "seq"}, e.keys("t"))
+	require.Equal(t, []string{"g:g:counters", "groups", "seq"}, e.Keys("t"))
 }
 
 func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.ensureGroup("t", "g")
+	e.EnsureGroup("t", "g")
 	raw := []byte("\xffnot an envelope")
-	require.NoError(t, e.b.Faults().InjectCorrupt(e.ctx, "t", "g", raw))
-	e.publish("t", "fine")
+	require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, "t", "g", raw))
+	e.Publish("t", "fine")
 
-	ds := e.claim("t", "g", "c", 5)
+	ds := e.Claim("t", "g", "c", 5)
 	require.Len(t, ds, 2)
 	require.Equal(t, "1", ds[0].ID)
 	require.Equal(t, 1, ds[0].Attempt)
 	require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
 	require.NoError(t, ds[1].Err)
 
-	res := e.nack("t", "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
+	res := e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
 	require.Equal(t, 1, res.DeadLettered)
-	dls, err := e.b.DeadLetters(e.ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, raw, dls[0].Raw)
@@ -145,15 +143,15 @@ func TestReadyIDWithoutBodyIsSkippedAndForgotten(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
-	e.ensureGroup("t", "g")
-	e.publish("t", "kept")
-	require.NoError(t, e.c.RPush(e.ctx, k.ready, "77").Err()) // at the consume end: claimed first
-	require.NoError(t, e.c.ZAdd(e.ctx, k.readyAt, zmember(1, "77")).Err())
+	e.EnsureGroup("t", "g")
+	e.Publish("t", "kept")
+	require.NoError(t, e.C.RPush(e.Ctx, k.ready, "77").Err()) // at the consume end: claimed first
+	require.NoError(t, e.C.ZAdd(e.Ctx, k.readyAt, zmember(1, "77")).Err())
 
-	ds := e.claim("t", "g", "c", 5)
-	require.Equal(t, []string{"kept"}, payloads(ds))
-	require.Equal(t, []string{"1"}, e.lrange(k.processing))
-	require.Empty(t, e.zmembers(k.readyAt))
-	require.Equal(t, map[string]string{"1": "1"}, e.hash(k.attempts))
-	require.Equal(t, int64(1), e.stats("t", "g").Counters.Claimed)
+	ds := e.Claim("t", "g", "c", 5)
+	require.Equal(t, []string{"kept"}, adaptertest.Payloads(ds))
+	require.Equal(t, []string{"1"}, e.LRange(k.processing))
+	require.Empty(t, e.ZMembers(k.readyAt))
+	require.Equal(t, map[string]string{"1": "1"}, e.Hash(k.attempts))
+	require.Equal(t, int64(1), e.Stats("t", "g").Counters.Claimed)
 }

@@ -1,8 +1,6 @@
 package list
 
-import (
-	"github.com/relq/relq/pubsub"
-)
+import "github.com/relq/relq/internal/backendkit"
 
 // Defaults of Options.
 const (
@@ -37,21 +35,8 @@ func (o Options) WithDefaults() Options {
 
 // validate checks options after WithDefaults.
 func (o Options) validate() error {
-	if err := pubsub.ValidateName("prefix", o.Prefix); err != nil {
-		return &fieldError{cfg: &pubsub.ConfigError{Field: "Prefix", Reason: err.Error()}, cause: err}
+	if err := backendkit.ValidatePrefix(o.Prefix); err != nil {
+		return err
 	}
-	if o.BatchSize < 1 {
-		return &pubsub.ConfigError{Field: "BatchSize", Reason: "must be at least 1"}
-	}
-	return nil
+	return backendkit.ValidateBatchSize(o.BatchSize)
 }
-
-// fieldError is a ConfigError caused by another error (a *pubsub.NameError), so errors.Is
-// matches both pubsub.ErrInvalidConfig and the cause's sentinel.
-type fieldError struct {
-	cfg   *pubsub.ConfigError
-	cause error
-}
-
-func (e *fieldError) Error() string   { return e.cfg.Error() }
-func (e *fieldError) Unwrap() []error { return []error{e.cfg, e.cause} }

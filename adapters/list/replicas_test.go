@@ -2,44 +2,17 @@ package list_test
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"testing"
-	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/relq/relq/adapters/list"
-	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
-	"github.com/stretchr/testify/require"
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/adaptertest"
 )
 
 // With WaitReplicas, Publish returns nil only once the replica has the messages, and fails
 // with ErrNotReplicated when it cannot get them.
 func TestPublishWaitsForReplica(t *testing.T) {
 	t.Parallel()
-	primary := redistest.Start(t, redistest.Options{})
-	replica := redistest.Start(t, redistest.Options{Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port)}})
-	pc, rc := primary.Client(t), replica.Client(t)
-	ctx := context.Background()
-	require.Eventually(t, func() bool {
-		n, err := pc.Do(ctx, "WAIT", 1, 100).Int()
-		return err == nil && n == 1
-	}, 10*time.Second, 50*time.Millisecond, "replica never connected")
-
-	prefix := redistest.Prefix(t)
-	backend, err := list.New(pc, list.Options{Prefix: prefix})
-	require.NoError(t, err)
-	pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{WaitReplicas: 1, WaitTimeout: 5 * time.Second}, nil)
-	require.NoError(t, err)
-	require.NoError(t, pub.Publish("t", message.NewMessage("1", []byte("x"))))
-
-	// The replica already holds the message: read it there, with no further waiting.
-	require.EqualValues(t, 1, rc.LLen(ctx, "{"+prefix+":t}:g:default:ready").Val())
-
-	require.NoError(t, replica.Stop())
-	pub2, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{WaitReplicas: 1, WaitTimeout: 100 * time.Millisecond}, nil)
-	require.NoError(t, err)
-	err = pub2.Publish("t", message.NewMessage("2", []byte("y")))
-	require.True(t, errors.Is(err, pubsub.ErrNotReplicated), "got %v", err)
+	adaptertest.PublishWaitsForReplica(t, build, func(ctx context.Context, replica *redis.Client, prefix string) int64 {
+		return replica.LLen(ctx, "{"+prefix+":t}:g:default:ready").Val()
+	})
 }

@@ -3,10 +3,10 @@ package streams
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -30,7 +30,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 	end := time.Now().Add(p.Block)
 	for {
 		res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
-			p.Group, p.Consumer, ParkedConsumer, count, ms(p.Lease), max(count, b.opts.BatchSize)).Slice()
+			p.Group, p.Consumer, ParkedConsumer, count, backendkit.Millis(p.Lease), max(count, b.opts.BatchSize)).Slice()
 		if err != nil {
 			return nil, err
 		}
@@ -41,7 +41,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 		if wait <= 0 || ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		due := toInt(res[0])
+		due := backendkit.Int(res[0])
 		if due == 0 {
 			continue // the script stopped at its bound or dropped stale retries: go on at once
 		}
@@ -68,7 +68,7 @@ func (b *Backend) await(ctx context.Context, stream, last string, wait time.Dura
 		err := b.client.XRead(ctx, &redis.XReadArgs{
 			Streams: []string{stream, last},
 			Count:   1,
-			Block:   time.Duration(ms(max(wait, time.Millisecond))) * time.Millisecond,
+			Block:   time.Duration(backendkit.Millis(max(wait, time.Millisecond))) * time.Millisecond,
 		}).Err()
 		if errors.Is(err, redis.Nil) {
 			return nil
@@ -96,17 +96,7 @@ func (b *Backend) await(ctx context.Context, stream, last string, wait time.Dura
 // not decode becomes a Delivery with Err wrapping pubsub.ErrCorruptEntry, for the caller to
 // dead-letter.
 func deliveries(topic string, flat []any) []pubsub.Delivery {
-	out := make([]pubsub.Delivery, 0, len(flat)/3)
-	for i := 0; i+2 < len(flat); i += 3 {
-		id, _ := flat[i].(string)
-		d := pubsub.Delivery{ID: id, Attempt: int(toInt(flat[i+1]))}
-		env, err := decodeEntry(toStrings(flat[i+2]))
-		if err != nil {
-			d.Err = fmt.Errorf("streams: entry %s of topic %q: %w", id, topic, err)
-		} else {
-			d.Envelope = env
-		}
-		out = append(out, d)
-	}
-	return out
+	return backendkit.DecodeDeliveries(flat, topic, "streams: entry", func(fields any) (pubsub.Envelope, error) {
+		return decodeEntry(toStrings(fields))
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -17,22 +18,22 @@ func TestClaimPutsEntriesInThePELOfTheConsumerWithItsLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
-	e.ensureGroup("t", "g", false)
-	published := e.publish("t", "1", "2", "3")
+	e.EnsureGroup("t", "g")
+	published := e.Publish("t", "1", "2", "3")
 
-	ds := e.claimLease("t", "g", "c", 2, 1500*time.Millisecond)
-	require.Equal(t, published[:2], ids(ds))
-	require.Equal(t, []string{"1", "2"}, payloads(ds))
+	ds := e.ClaimLease("t", "g", "c", 2, 1500*time.Millisecond)
+	require.Equal(t, published[:2], adaptertest.IDs(ds))
+	require.Equal(t, []string{"1", "2"}, adaptertest.Payloads(ds))
 	for _, d := range ds {
 		require.Equal(t, 1, d.Attempt)
 	}
 	require.Equal(t, map[string]pel{published[0]: {"c", 1}, published[1]: {"c", 1}}, e.pel("t", "g"))
-	require.Equal(t, map[string]string{"c": "1500"}, e.hash(k.leases), "the lease the consumer claims with")
-	zs, err := e.c.ZRange(e.ctx, k.pendingAt, 0, -1).Result()
+	require.Equal(t, map[string]string{"c": "1500"}, e.Hash(k.leases), "the lease the consumer claims with")
+	zs, err := e.C.ZRange(e.Ctx, k.pendingAt, 0, -1).Result()
 	require.NoError(t, err)
 	require.Equal(t, published[:2], zs)
 	require.Equal(t, counts{Ready: 1, Pending: 2}, e.counts("t", "g"))
-	require.Equal(t, int64(2), e.stats("t", "g").Counters.Claimed)
+	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 	require.Empty(t, e.retry("t", "g"))
 }
 
@@ -42,12 +43,12 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	// A client of its own, named, to see it blocked in CLIENT LIST.
 	opt, err := redis.ParseURL(redistest.Shared(t).URL())
 	require.NoError(t, err)
-	opt.ClientName = e.prefix
+	opt.ClientName = e.Prefix
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { _ = c.Close() })
-	b, err := New(c, Options{Prefix: e.prefix})
+	b, err := New(c, Options{Prefix: e.Prefix})
 	require.NoError(t, err)
-	e.ensureGroup("t", "g", false)
+	e.EnsureGroup("t", "g")
 
 	const block = 20 * time.Second
 	type result struct {
@@ -57,12 +58,12 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		ds, err := b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+		ds, err := b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 		done <- result{ds, err, time.Now()}
 	}()
 	require.Eventually(t, func() bool {
-		for line := range strings.Lines(e.c.ClientList(e.ctx).Val()) {
-			if strings.Contains(line, "name="+e.prefix+" ") && strings.Contains(line, "cmd=xread ") {
+		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
+			if strings.Contains(line, "name="+e.Prefix+" ") && strings.Contains(line, "cmd=xread ") {
 				return true
 			}
 		}
@@ -70,10 +71,10 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	}, 5*time.Second, time.Millisecond, "the claim should block in XREAD")
 
 	published := time.Now()
-	e.publish("t", "wake", "more")
+	e.Publish("t", "wake", "more")
 	r := <-done
 	require.NoError(t, r.err)
-	require.Equal(t, []string{"wake", "more"}, payloads(r.ds), "the claim after the wake-up takes the batch")
+	require.Equal(t, []string{"wake", "more"}, adaptertest.Payloads(r.ds), "the claim after the wake-up takes the batch")
 	require.Less(t, r.at.Sub(published), block/2, "woken by the publish, not by the end of Block")
 	t.Logf("pickup after publish: %v", r.at.Sub(published))
 }
@@ -81,9 +82,9 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.ensureGroup("t", "g", false)
+	e.EnsureGroup("t", "g")
 	start := time.Now()
-	ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
+	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
@@ -93,7 +94,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
 	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -103,34 +104,34 @@ func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 func TestClaimRecreatesAMissingGroupForNewEntries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	require.Empty(t, e.claim("t", "g", "c", 1), "no stream, no group: nothing, and no error")
-	published := e.publish("t", "x")
-	require.Equal(t, published, ids(e.claim("t", "g", "c", 1)))
+	require.Empty(t, e.Claim("t", "g", "c", 1), "no stream, no group: nothing, and no error")
+	published := e.Publish("t", "x")
+	require.Equal(t, published, adaptertest.IDs(e.Claim("t", "g", "c", 1)))
 }
 
 func TestClaimRejectsTheParkingConsumerAndANonPositiveLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: ParkedConsumer, Count: 1, Lease: time.Second})
+	_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: ParkedConsumer, Count: 1, Lease: time.Second})
 	require.ErrorIs(t, err, pubsub.ErrInvalidName)
-	_, err = e.b.Ack(e.ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: ParkedConsumer})
+	_, err = e.b.Ack(e.Ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: ParkedConsumer})
 	require.ErrorIs(t, err, pubsub.ErrInvalidName)
-	_, err = e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
+	_, err = e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
 	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
 }
 
 func TestDelayedPublishIsParkedUntilDueAndDeliveredAsTheFirstAttempt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.ensureGroup("t", "g", false)
+	e.EnsureGroup("t", "g")
 	before := e.redisNow()
-	later := e.publishDelayed("t", time.Hour, "later")[0]
-	soon := e.publishDelayed("t", 100*time.Millisecond, "soon")[0]
-	now := e.publish("t", "now")[0]
+	later := e.PublishDelayed("t", time.Hour, "later")[0]
+	soon := e.PublishDelayed("t", 100*time.Millisecond, "soon")[0]
+	now := e.Publish("t", "now")[0]
 	require.Equal(t, counts{Ready: 1, Delayed: 2}, e.counts("t", "g"), "unread delayed entries count as delayed")
 
-	ds := e.claim("t", "g", "c", 10)
-	require.Equal(t, []string{now}, ids(ds))
+	ds := e.Claim("t", "g", "c", 10)
+	require.Equal(t, []string{now}, adaptertest.IDs(ds))
 	require.Equal(t, map[string]pel{later: {ParkedConsumer, 0}, soon: {ParkedConsumer, 0}, now: {"c", 1}}, e.pel("t", "g"),
 		"read, parked by the claim, not counted as an attempt")
 	r := e.retry("t", "g")
@@ -139,9 +140,9 @@ func TestDelayedPublishIsParkedUntilDueAndDeliveredAsTheFirstAttempt(t *testing.
 
 	// A blocking claim wakes for the due time, not at the end of Block.
 	start := time.Now()
-	ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 10 * time.Second})
+	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 10 * time.Second})
 	require.NoError(t, err)
-	require.Equal(t, []string{soon}, ids(ds))
+	require.Equal(t, []string{soon}, adaptertest.IDs(ds))
 	require.Equal(t, 1, ds[0].Attempt)
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.Equal(t, counts{Delayed: 1, Pending: 2}, e.counts("t", "g"))
@@ -153,13 +154,13 @@ func TestCorruptEntryIsClaimedWithAnError(t *testing.T) {
 		t.Run(string(format), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, func(o *Options) { o.Format = format })
-			topic := "t-" + e.prefix
-			require.NoError(t, e.b.Faults().InjectCorrupt(e.ctx, topic, "g", []byte("\x07garbage")))
-			_, err := e.c.XAdd(e.ctx, &redis.XAddArgs{Stream: e.tk(topic).stream, Values: []string{"foreign", "data"}}).Result()
+			topic := "t-" + e.Prefix
+			require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", []byte("\x07garbage")))
+			_, err := e.C.XAdd(e.Ctx, &redis.XAddArgs{Stream: e.tk(topic).stream, Values: []string{"foreign", "data"}}).Result()
 			require.NoError(t, err)
-			e.publish(topic, "good")
+			e.Publish(topic, "good")
 
-			ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 10, Lease: time.Minute})
+			ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 10, Lease: time.Minute})
 			require.NoError(t, err)
 			require.Len(t, ds, 3)
 			require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
@@ -173,7 +174,7 @@ func TestCorruptEntryIsClaimedWithAnError(t *testing.T) {
 func TestInjectOrphanIsNotImplemented(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.b.Faults().InjectOrphan(e.ctx, "t", "g")
+	_, err := e.b.Faults().InjectOrphan(e.Ctx, "t", "g")
 	require.ErrorIs(t, err, pubsub.ErrNotImplemented)
 }
 
@@ -182,16 +183,16 @@ func TestInjectOrphanIsNotImplemented(t *testing.T) {
 func TestAnEntryWithAnIDAheadOfTheClockIsDueNow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.ensureGroup("t", "g", false)
+	e.EnsureGroup("t", "g")
 	future := strconv.FormatInt(e.redisNow().Add(time.Hour).UnixMilli(), 10) + "-0"
-	require.NoError(t, e.c.XAdd(e.ctx, &redis.XAddArgs{Stream: e.tk("t").stream, ID: future,
-		Values: []any{FieldEnvelope, pubsub.EncodeEnvelope(envelope("ahead"))}}).Err())
-	ds := e.claim("t", "g", "c", 5)
-	require.Equal(t, []string{future}, ids(ds))
+	require.NoError(t, e.C.XAdd(e.Ctx, &redis.XAddArgs{Stream: e.tk("t").stream, ID: future,
+		Values: []any{FieldEnvelope, pubsub.EncodeEnvelope(adaptertest.Envelope("ahead"))}}).Err())
+	ds := e.Claim("t", "g", "c", 5)
+	require.Equal(t, []string{future}, adaptertest.IDs(ds))
 
-	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.nack("t", "g", "c", 0, pubsub.NackItem{ID: future, Attempt: 1, Release: true}))
+	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: future, Attempt: 1, Release: true}))
 	require.Equal(t, counts{Ready: 1}, e.counts("t", "g"))
-	require.Equal(t, []string{future}, ids(e.claim("t", "g", "c", 5)), "released, it is due at once too")
+	require.Equal(t, []string{future}, adaptertest.IDs(e.Claim("t", "g", "c", 5)), "released, it is due at once too")
 }
 
 // A claim reads at most BatchSize unread entries per script call; behind more delayed ones
@@ -199,14 +200,14 @@ func TestAnEntryWithAnIDAheadOfTheClockIsDueNow(t *testing.T) {
 func TestClaimReadsPastMoreDelayedEntriesThanOneScriptScans(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BatchSize = 3 })
-	e.ensureGroup("t", "g", false)
-	e.publishDelayed("t", time.Hour, "1", "2", "3", "4", "5", "6", "7")
-	now := e.publish("t", "now")
+	e.EnsureGroup("t", "g")
+	e.PublishDelayed("t", time.Hour, "1", "2", "3", "4", "5", "6", "7")
+	now := e.Publish("t", "now")
 
 	start := time.Now()
-	ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 5 * time.Second})
+	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 5 * time.Second})
 	require.NoError(t, err)
-	require.Equal(t, now, ids(ds))
+	require.Equal(t, now, adaptertest.IDs(ds))
 	require.Less(t, time.Since(start), time.Second)
 	require.Equal(t, counts{Delayed: 7, Pending: 1}, e.counts("t", "g"))
 }

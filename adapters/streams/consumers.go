@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -33,8 +34,8 @@ func (b *Backend) CleanupConsumers(ctx context.Context, topic, group string, idl
 	k := b.groupKeys(topic, group)
 	var total CleanupResult
 	for {
-		n, err := toInts(cleanupScript.Run(ctx, b.client, k.cleanupKeys(),
-			group, ParkedConsumer, ms(idle), b.opts.BatchSize).Slice())
+		n, err := backendkit.Ints(cleanupScript.Run(ctx, b.client, k.cleanupKeys(),
+			group, ParkedConsumer, backendkit.Millis(idle), b.opts.BatchSize).Slice())
 		if err != nil {
 			return total, err
 		}

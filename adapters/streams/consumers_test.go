@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -11,47 +12,47 @@ import (
 func TestCleanupConsumersParksPendingEntriesBeforeDeletingTheConsumer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.ensureGroup("t", "g", false)
-	published := e.publish("t", "1", "2", "3")
-	dead := e.claim("t", "g", "dead", 2)
-	alive := e.claim("t", "g", "alive", 1)
+	e.EnsureGroup("t", "g")
+	published := e.Publish("t", "1", "2", "3")
+	dead := e.Claim("t", "g", "dead", 2)
+	alive := e.Claim("t", "g", "alive", 1)
 	time.Sleep(150 * time.Millisecond)
-	require.Empty(t, e.extend("t", "g", "alive", alive...), "a heartbeat just now")
+	require.Empty(t, e.Extend("t", "g", "alive", alive...), "a heartbeat just now")
 
-	res, err := e.b.CleanupConsumers(e.ctx, "t", "g", 100*time.Millisecond)
+	res, err := e.b.CleanupConsumers(e.Ctx, "t", "g", 100*time.Millisecond)
 	require.NoError(t, err)
 	require.Equal(t, CleanupResult{Removed: 1, Parked: 2}, res)
 	require.Equal(t, map[string]pel{
 		published[0]: {ParkedConsumer, 1}, published[1]: {ParkedConsumer, 1}, published[2]: {"alive", 1},
 	}, e.pel("t", "g"), "nothing dropped; the attempts they were still count")
-	cs, err := e.c.XInfoConsumers(e.ctx, e.tk("t").stream, "g").Result()
+	cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
 	require.NoError(t, err)
 	names := []string{}
 	for _, c := range cs {
 		names = append(names, c.Name)
 	}
 	require.ElementsMatch(t, []string{"alive", ParkedConsumer}, names, "the consumer whose entries are young stays")
-	require.NotContains(t, e.hash(e.gk("t", "g").leases), "dead")
+	require.NotContains(t, e.Hash(e.gk("t", "g").leases), "dead")
 
-	again := e.claim("t", "g", "next", 10)
-	require.Equal(t, ids(dead), ids(again))
+	again := e.Claim("t", "g", "next", 10)
+	require.Equal(t, adaptertest.IDs(dead), adaptertest.IDs(again))
 	for _, d := range again {
 		require.Equal(t, 2, d.Attempt)
 	}
 	require.Equal(t, counts{Pending: 3}, e.counts("t", "g"))
 
-	_, err = e.b.CleanupConsumers(e.ctx, "t", "g", -time.Second)
+	_, err = e.b.CleanupConsumers(e.Ctx, "t", "g", -time.Second)
 	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
 }
 
 func TestCleanupConsumersWorksInBatches(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BatchSize = 3 })
-	e.ensureGroup("t", "g", false)
-	e.publish("t", "1", "2", "3", "4", "5", "6", "7")
-	e.claim("t", "g", "a", 4)
-	e.claim("t", "g", "b", 3)
-	res, err := e.b.CleanupConsumers(e.ctx, "t", "g", 0)
+	e.EnsureGroup("t", "g")
+	e.Publish("t", "1", "2", "3", "4", "5", "6", "7")
+	e.Claim("t", "g", "a", 4)
+	e.Claim("t", "g", "b", 3)
+	res, err := e.b.CleanupConsumers(e.Ctx, "t", "g", 0)
 	require.NoError(t, err)
 	require.Equal(t, CleanupResult{Removed: 2, Parked: 7}, res)
 	require.Equal(t, counts{Ready: 7}, e.counts("t", "g"))

@@ -5,11 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
-
-// deadLettersCountDefault is the page size when DeadLettersParams.Count is zero.
-const deadLettersCountDefault = 100
 
 // deadHeader is the number of strings of relq's record at the head of a dead-letter entry:
 // six fields and their values, before the dead entry's own fields.
@@ -21,12 +19,9 @@ func (b *Backend) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) 
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return nil, err
 	}
-	count := p.Count
-	if count <= 0 {
-		count = deadLettersCountDefault
-	}
 	k := b.groupKeys(p.Topic, p.Group)
-	page, err := deadLettersScript.Run(ctx, b.client, k.deadLettersKeys(), max(p.Offset, 0), count).Slice()
+	page, err := deadLettersScript.Run(ctx, b.client, k.deadLettersKeys(),
+		max(p.Offset, 0), backendkit.DeadLettersCount(p.Count)).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +34,8 @@ func (b *Backend) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) 
 		dl := pubsub.DeadLetter{
 			ID:       f[1],
 			Reason:   f[3],
-			Attempts: int(toInt(f[5])),
-			DeadAt:   time.UnixMilli(toInt(f[7])),
+			Attempts: int(backendkit.Int(f[5])),
+			DeadAt:   time.UnixMilli(backendkit.Int(f[7])),
 			Topic:    f[9],
 			Group:    f[11],
 		}
@@ -76,8 +71,8 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParam
 			if err != nil {
 				return total, err
 			}
-			total += int(toInt(res[1]))
-			if toInt(res[0]) < int64(batch) {
+			total += int(backendkit.Int(res[1]))
+			if backendkit.Int(res[0]) < int64(batch) {
 				return total, nil
 			}
 			cursor, _ = res[2].(string)
@@ -93,7 +88,7 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParam
 		if err != nil {
 			return total, err
 		}
-		total += int(toInt(res[1]))
+		total += int(backendkit.Int(res[1]))
 	}
 	return total, nil
 }
@@ -105,15 +100,5 @@ func (b *Backend) PurgeDeadLetters(ctx context.Context, p *pubsub.PurgeParams) (
 		return 0, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	total := 0
-	for {
-		n, err := purgeScript.Run(ctx, b.client, k.purgeKeys(), b.opts.BatchSize, b.deleteOnAck()).Int()
-		if err != nil {
-			return total, err
-		}
-		total += n
-		if n < b.opts.BatchSize {
-			return total, nil
-		}
-	}
+	return backendkit.Purge(ctx, b.client, purgeScript, k.purgeKeys(), b.opts.BatchSize, b.deleteOnAck())
 }

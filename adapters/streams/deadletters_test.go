@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -12,16 +13,16 @@ func TestDeadLetterMovesToTheDeadStreamAtomicallyWithTheXACK(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
-	e.ensureGroup("t", "g", false)
-	id := e.publish("t", "x")[0]
-	d := e.claim("t", "g", "c", 1)[0]
+	e.EnsureGroup("t", "g")
+	id := e.Publish("t", "x")[0]
+	d := e.Claim("t", "g", "c", 1)[0]
 	before := e.redisNow()
 
-	res := e.nack("t", "g", "c", 1, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "boom"})
+	res := e.Nack("t", "g", "c", 1, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "boom"})
 	require.Equal(t, pubsub.NackResult{DeadLettered: 1}, res)
 	require.Empty(t, e.pel("t", "g"), "acked")
 	require.Empty(t, e.retry("t", "g"))
-	entries, err := e.c.XRange(e.ctx, k.dead, "-", "+").Result()
+	entries, err := e.C.XRange(e.Ctx, k.dead, "-", "+").Result()
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	v := entries[0].Values
@@ -31,43 +32,43 @@ func TestDeadLetterMovesToTheDeadStreamAtomicallyWithTheXACK(t *testing.T) {
 	require.Equal(t, "t", v["_relq_topic"])
 	require.Equal(t, "g", v["_relq_group"])
 	require.Contains(t, v, FieldEnvelope, "the entry's own fields are kept")
-	require.Equal(t, map[string]string{id: entries[0].ID}, e.hash(k.deadIndex))
-	require.Equal(t, map[string]string{id: "1"}, e.hash(k.topic.deadRefs))
+	require.Equal(t, map[string]string{id: entries[0].ID}, e.Hash(k.deadIndex))
+	require.Equal(t, map[string]string{id: "1"}, e.Hash(k.topic.deadRefs))
 	require.Equal(t, counts{Dead: 1}, e.counts("t", "g"))
 
-	dls, err := e.b.DeadLetters(e.ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
-	require.Equal(t, pubsub.DeadLetter{ID: id, Topic: "t", Group: "g", Envelope: envelope("x"), Reason: "boom",
+	require.Equal(t, pubsub.DeadLetter{ID: id, Topic: "t", Group: "g", Envelope: adaptertest.Envelope("x"), Reason: "boom",
 		Attempts: 1, DeadAt: dls[0].DeadAt}, dls[0])
 	require.WithinDuration(t, before, dls[0].DeadAt, time.Second)
-	require.Empty(t, e.claim("t", "g", "c", 1), "never delivered again")
+	require.Empty(t, e.Claim("t", "g", "c", 1), "never delivered again")
 }
 
 func TestRequeueResetsTheDeliveryCountAndKeepsTheDeliveryID(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
-	e.ensureGroup("t", "g", false)
-	id := e.publish("t", "x")[0]
+	e.EnsureGroup("t", "g")
+	id := e.Publish("t", "x")[0]
 	for attempt := 1; attempt <= 3; attempt++ {
-		d := e.claim("t", "g", "c", 1)[0]
+		d := e.Claim("t", "g", "c", 1)[0]
 		require.Equal(t, attempt, d.Attempt)
-		e.nack("t", "g", "c", 3, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
+		e.Nack("t", "g", "c", 3, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
 	}
 	require.Equal(t, counts{Dead: 1}, e.counts("t", "g"))
 
-	n, err := e.b.RequeueDeadLetters(e.ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{id, "1-1"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{id, "1-1"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, map[string]pel{id: {ParkedConsumer, 0}}, e.pel("t", "g"), "back in the PEL, count reset (RETRYCOUNT 0)")
 	require.Contains(t, e.retry("t", "g"), id)
 	require.Equal(t, counts{Ready: 1}, e.counts("t", "g"))
-	require.NotContains(t, e.keys("t"), "g:g:dead")
-	require.Empty(t, e.hash(k.deadIndex))
-	require.Empty(t, e.hash(k.topic.deadRefs))
+	require.NotContains(t, e.Keys("t"), "g:g:dead")
+	require.Empty(t, e.Hash(k.deadIndex))
+	require.Empty(t, e.Hash(k.topic.deadRefs))
 
-	d := e.claim("t", "g", "c", 1)[0]
+	d := e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, id, d.ID)
 	require.Equal(t, 1, d.Attempt, "attempts start again")
 }
@@ -75,46 +76,46 @@ func TestRequeueResetsTheDeliveryCountAndKeepsTheDeliveryID(t *testing.T) {
 func TestRequeueAllSkipsDeadLettersWhoseEntryWasTrimmed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
-	e.ensureGroup("t", "g", false)
-	published := e.publish("t", "1", "2", "3", "4", "5")
-	ds := e.claim("t", "g", "c", 5)
+	e.EnsureGroup("t", "g")
+	published := e.Publish("t", "1", "2", "3", "4", "5")
+	ds := e.Claim("t", "g", "c", 5)
 	for _, d := range ds {
-		e.nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
+		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
 	}
 	// Trimming is blind to dead letters: the oldest entry goes.
-	_, err := e.c.XDel(e.ctx, e.tk("t").stream, published[0]).Result()
+	_, err := e.C.XDel(e.Ctx, e.tk("t").stream, published[0]).Result()
 	require.NoError(t, err)
 
-	n, err := e.b.RequeueDeadLetters(e.ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "several batches of 2")
-	dls, err := e.b.DeadLetters(e.ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, published[0], dls[0].ID)
-	require.Equal(t, envelope("1"), dls[0].Envelope, "the dead letter kept its own copy")
-	require.Equal(t, published[1:], ids(e.claim("t", "g", "c", 10)))
+	require.Equal(t, adaptertest.Envelope("1"), dls[0].Envelope, "the dead letter kept its own copy")
+	require.Equal(t, published[1:], adaptertest.IDs(e.Claim("t", "g", "c", 10)))
 }
 
 func TestPurgeDeletesDeadLettersAndWithDeleteOnAckTheirEntries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, deleteOnAck)
 	k := e.gk("t", "g")
-	e.ensureGroup("t", "g", false)
-	e.ensureGroup("t", "other", false)
-	e.publish("t", "1", "2")
-	for _, d := range e.claim("t", "g", "c", 2) {
-		e.nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true})
+	e.EnsureGroup("t", "g")
+	e.EnsureGroup("t", "other")
+	e.Publish("t", "1", "2")
+	for _, d := range e.Claim("t", "g", "c", 2) {
+		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true})
 	}
-	e.ack("t", "other", "c", e.claim("t", "other", "c", 2)...)
+	e.Ack("t", "other", "c", e.Claim("t", "other", "c", 2)...)
 	require.Equal(t, int64(2), e.xlen(k.topic.stream), "kept for a requeue while they are dead letters")
 
-	n, err := e.b.PurgeDeadLetters(e.ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
+	n, err := e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Zero(t, e.xlen(k.topic.stream))
 	require.Equal(t, counts{}, e.counts("t", "g"))
-	require.Equal(t, []string{"g:g:counters", "g:g:leases", "g:other:counters", "g:other:leases", "published", "stream"}, e.keys("t"))
+	require.Equal(t, []string{"g:g:counters", "g:g:leases", "g:other:counters", "g:other:leases", "published", "stream"}, e.Keys("t"))
 }
 
 func TestDeadLetterOfACorruptEntryKeepsItsBytes(t *testing.T) {
@@ -123,15 +124,15 @@ func TestDeadLetterOfACorruptEntryKeepsItsBytes(t *testing.T) {
 		t.Run(string(format), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, func(o *Options) { o.Format = format })
-			topic := "t-" + e.prefix
+			topic := "t-" + e.Prefix
 			raw := []byte("\x07not a message\x00\xff")
-			require.NoError(t, e.b.Faults().InjectCorrupt(e.ctx, topic, "g", raw))
-			ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
+			require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", raw))
+			ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
 			require.NoError(t, err)
 			require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
-			e.nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
+			e.Nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
 
-			dls, err := e.b.DeadLetters(e.ctx, &pubsub.DeadLettersParams{Topic: topic, Group: "g"})
+			dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: topic, Group: "g"})
 			require.NoError(t, err)
 			require.Len(t, dls, 1)
 			require.Equal(t, raw, dls[0].Raw)

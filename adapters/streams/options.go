@@ -3,6 +3,7 @@ package streams
 import (
 	"time"
 
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -102,8 +103,8 @@ func (o Options) WithDefaults() Options {
 
 // validate checks options after WithDefaults.
 func (o Options) validate() error {
-	if err := pubsub.ValidateName("prefix", o.Prefix); err != nil {
-		return &fieldError{cfg: &pubsub.ConfigError{Field: "Prefix", Reason: err.Error()}, cause: err}
+	if err := backendkit.ValidatePrefix(o.Prefix); err != nil {
+		return err
 	}
 	switch {
 	case o.Format != FormatNative && o.Format != FormatWatermill:
@@ -116,18 +117,6 @@ func (o Options) validate() error {
 		return &pubsub.ConfigError{Field: "MaxAge", Reason: "must not be negative"}
 	case o.MaxLen > 0 && o.MaxAge > 0:
 		return &pubsub.ConfigError{Field: "MaxAge", Reason: "cannot be set together with MaxLen"}
-	case o.BatchSize < 1:
-		return &pubsub.ConfigError{Field: "BatchSize", Reason: "must be at least 1"}
 	}
-	return nil
+	return backendkit.ValidateBatchSize(o.BatchSize)
 }
-
-// fieldError is a ConfigError caused by another error (a *pubsub.NameError), so errors.Is
-// matches both pubsub.ErrInvalidConfig and the cause's sentinel.
-type fieldError struct {
-	cfg   *pubsub.ConfigError
-	cause error
-}
-
-func (e *fieldError) Error() string   { return e.cfg.Error() }
-func (e *fieldError) Unwrap() []error { return []error{e.cfg, e.cause} }

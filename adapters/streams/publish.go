@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -25,7 +26,7 @@ func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]strin
 	case b.opts.MaxLen > 0:
 		trim, trimArg = "MAXLEN", b.opts.MaxLen
 	case b.opts.MaxAge > 0:
-		trim, trimArg = "MINID", ms(b.opts.MaxAge)
+		trim, trimArg = "MINID", backendkit.Millis(b.opts.MaxAge)
 	}
 	args := make([]any, 0, 4+len(names)+len(p.Messages)*(1+len(names)))
 	args = append(args, pubsub.DefaultGroup, trim, trimArg, len(names))
@@ -33,7 +34,7 @@ func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]strin
 		args = append(args, n)
 	}
 	for _, m := range p.Messages {
-		args = append(args, ms(m.Delay))
+		args = append(args, backendkit.Millis(m.Delay))
 		args = append(args, b.codec.values(m.Envelope)...)
 	}
 	tk := b.topicKeys(p.Topic)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -12,7 +13,7 @@ import (
 func TestPublishAppendsABatchWithOneTimeAndCreatesTheDefaultGroup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ids := e.publish("t", "a", "b", "c")
+	ids := e.Publish("t", "a", "b", "c")
 	ms, _, _ := strings.Cut(ids[0], "-")
 	for i, id := range ids[1:] {
 		gotMs, _, _ := strings.Cut(id, "-")
@@ -20,7 +21,7 @@ func TestPublishAppendsABatchWithOneTimeAndCreatesTheDefaultGroup(t *testing.T) 
 		require.True(t, idLess(ids[i], id), "IDs increase: %v", ids)
 	}
 
-	entries, err := e.c.XRange(e.ctx, e.tk("t").stream, "-", "+").Result()
+	entries, err := e.C.XRange(e.Ctx, e.tk("t").stream, "-", "+").Result()
 	require.NoError(t, err)
 	require.Len(t, entries, 3)
 	for i, en := range entries {
@@ -28,21 +29,21 @@ func TestPublishAppendsABatchWithOneTimeAndCreatesTheDefaultGroup(t *testing.T) 
 		require.Len(t, en.Values, 1, "one field: the envelope")
 		env, err := pubsub.DecodeEnvelope([]byte(en.Values[FieldEnvelope].(string)))
 		require.NoError(t, err)
-		require.Equal(t, envelope([]string{"a", "b", "c"}[i]), env)
+		require.Equal(t, adaptertest.Envelope([]string{"a", "b", "c"}[i]), env)
 	}
 
 	// No group existed: the default group reads from the oldest entry, so it has all three.
-	groups, err := e.b.Groups(e.ctx, "t")
+	groups, err := e.b.Groups(e.Ctx, "t")
 	require.NoError(t, err)
 	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
 	require.Equal(t, counts{Ready: 3}, e.counts("t", pubsub.DefaultGroup))
-	require.Equal(t, int64(3), e.stats("t", pubsub.DefaultGroup).Counters.Published)
-	require.Equal(t, []string{"g:default:counters", "published", "stream"}, e.keys("t"))
+	require.Equal(t, int64(3), e.Stats("t", pubsub.DefaultGroup).Counters.Published)
+	require.Equal(t, []string{"g:default:counters", "published", "stream"}, e.Keys("t"))
 
 	// With a group registered, a publish creates none.
-	e.ensureGroup("u", "g", false)
-	e.publish("u", "x")
-	groups, err = e.b.Groups(e.ctx, "u")
+	e.EnsureGroup("u", "g")
+	e.Publish("u", "x")
+	groups, err = e.b.Groups(e.Ctx, "u")
 	require.NoError(t, err)
 	require.Equal(t, []string{"g"}, groups)
 }
@@ -50,21 +51,21 @@ func TestPublishAppendsABatchWithOneTimeAndCreatesTheDefaultGroup(t *testing.T) 
 func TestNewGroupStartsWithTheNextPublishOrReplaysFromTheOldest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	old := e.publish("t", "old")
-	e.ensureGroup("t", "new", false)
-	e.ensureGroup("t", "replay", true)
-	e.ensureGroup("t", "replay", false) // existing: left as it is
-	fresh := e.publish("t", "fresh")
+	old := e.Publish("t", "old")
+	e.EnsureGroup("t", "new")
+	e.EnsureGroupFromOldest("t", "replay")
+	e.EnsureGroup("t", "replay") // existing: left as it is
+	fresh := e.Publish("t", "fresh")
 
-	require.Equal(t, fresh, ids(e.claim("t", "new", "c", 10)))
-	require.Equal(t, append(old, fresh...), ids(e.claim("t", "replay", "c", 10)))
-	require.Equal(t, int64(1), e.stats("t", "new").Counters.Published)
-	require.Equal(t, int64(2), e.stats("t", "replay").Counters.Published, "the replayed entry was routed to the group")
+	require.Equal(t, fresh, adaptertest.IDs(e.Claim("t", "new", "c", 10)))
+	require.Equal(t, append(old, fresh...), adaptertest.IDs(e.Claim("t", "replay", "c", 10)))
+	require.Equal(t, int64(1), e.Stats("t", "new").Counters.Published)
+	require.Equal(t, int64(2), e.Stats("t", "replay").Counters.Published, "the replayed entry was routed to the group")
 
-	groups, err := e.b.Groups(e.ctx, "t")
+	groups, err := e.b.Groups(e.Ctx, "t")
 	require.NoError(t, err)
 	require.Equal(t, []string{"default", "new", "replay"}, groups)
-	groups, err = e.b.Groups(e.ctx, "nothing-here")
+	groups, err = e.b.Groups(e.Ctx, "nothing-here")
 	require.NoError(t, err)
 	require.Empty(t, groups)
 }
@@ -73,7 +74,7 @@ func TestPublishTrimsToMaxLenApproximately(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.MaxLen = 150 })
 	for range 10 {
-		e.publish("t", strings.Split(strings.Repeat("x,", 100), ",")[:100]...)
+		e.Publish("t", strings.Split(strings.Repeat("x,", 100), ",")[:100]...)
 	}
 	// XTRIM MAXLEN ~ removes whole nodes (100 entries each by default).
 	n := e.xlen(e.tk("t").stream)
@@ -84,10 +85,10 @@ func TestPublishTrimsToMaxLenApproximately(t *testing.T) {
 func TestPublishTrimsEntriesOlderThanMaxAge(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.MaxAge = 50 * time.Millisecond })
-	e.publish("t", strings.Split(strings.Repeat("x,", 300), ",")[:300]...)
+	e.Publish("t", strings.Split(strings.Repeat("x,", 300), ",")[:300]...)
 	time.Sleep(100 * time.Millisecond)
-	ids := e.publish("t", "new")
-	entries, err := e.c.XRange(e.ctx, e.tk("t").stream, "-", "+").Result()
+	ids := e.Publish("t", "new")
+	entries, err := e.C.XRange(e.Ctx, e.tk("t").stream, "-", "+").Result()
 	require.NoError(t, err)
 	// Approximate: whole nodes of old entries go, the node with the new entry stays.
 	require.Less(t, len(entries), 301)
@@ -97,25 +98,25 @@ func TestPublishTrimsEntriesOlderThanMaxAge(t *testing.T) {
 func TestWatermillFormatUsesTheBareTopicAndItsFields(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, watermillFormat)
-	topic := "orders:" + e.prefix // topics may hold ':'
+	topic := "orders:" + e.Prefix // topics may hold ':'
 	msgs := []pubsub.OutMessage{
 		{Envelope: pubsub.Envelope{UUID: "u1", Metadata: map[string]string{"a": "1"}, Payload: []byte("p1")}},
 		{Envelope: pubsub.Envelope{UUID: "u2", Payload: []byte("p2")}},
 	}
-	published, err := e.b.Publish(e.ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	published, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
 	require.NoError(t, err)
 
 	k := e.gk(topic, pubsub.DefaultGroup)
 	require.Equal(t, topic, k.topic.stream)
-	require.Equal(t, "{"+topic+"}:"+e.prefix+":g:default:retry", k.retry, "relq's keys hash to the stream's slot")
-	entries, err := e.c.XRange(e.ctx, topic, "-", "+").Result()
+	require.Equal(t, "{"+topic+"}:"+e.Prefix+":g:default:retry", k.retry, "relq's keys hash to the stream's slot")
+	entries, err := e.C.XRange(e.Ctx, topic, "-", "+").Result()
 	require.NoError(t, err)
 	require.Len(t, entries, 2)
 	require.Equal(t, map[string]any{FieldWatermillUUID: "u1", FieldMetadata: string(encodeMetadata(map[string]string{"a": "1"})), FieldPayload: "p1"}, entries[0].Values)
 	require.Equal(t, map[string]any{FieldWatermillUUID: "u2", FieldMetadata: "", FieldPayload: "p2"}, entries[1].Values)
 
-	ds := e.claim(topic, pubsub.DefaultGroup, "c", 10)
-	require.Equal(t, published, ids(ds))
+	ds := e.Claim(topic, pubsub.DefaultGroup, "c", 10)
+	require.Equal(t, published, adaptertest.IDs(ds))
 	require.Equal(t, msgs[0].Envelope, ds[0].Envelope)
 	require.Equal(t, msgs[1].Envelope, ds[1].Envelope)
 }

@@ -4,14 +4,15 @@ import (
 	"embed"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/luakit"
 )
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// Every state change of this backend is one of these scripts. Each is lua/lib.lua (shared
-// helpers, no keys of its own) followed by the verb's file, whose header names its KEYS and
-// ARGV. redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT.
+// Every state change of this backend is one of these scripts. Each is internal/luakit's
+// common.lua, then lua/lib.lua (helpers, no keys of their own), then the verb's file, whose
+// header names its KEYS and ARGV. redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT.
 var (
 	publishScript     = script("publish")
 	ensureGroupScript = script("ensuregroup")
@@ -29,13 +30,5 @@ var (
 )
 
 func script(name string) *redis.Script {
-	lib, err := luaFiles.ReadFile("lua/lib.lua")
-	if err != nil {
-		panic(err)
-	}
-	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	return redis.NewScript(string(lib) + "\n" + string(body))
+	return luakit.Script(luaFiles, name)
 }

@@ -2,8 +2,8 @@ package streams
 
 import (
 	"context"
-	"time"
 
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -28,57 +28,16 @@ func (b *Backend) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stat
 	if err != nil {
 		return pubsub.Stats{}, err
 	}
-	s := pubsub.Stats{
-		Topic:            p.Topic,
-		Group:            p.Group,
-		Ready:            toInt(res[0]),
-		Delayed:          toInt(res[1]),
-		Pending:          toInt(res[2]),
-		Dead:             toInt(res[3]),
-		OldestPendingAge: age(res[4]),
-		OldestReadyAge:   age(res[5]),
-	}
+	s := backendkit.DecodeStats(p.Topic, p.Group, res)
+	// Published is the topic's publish count less the group's published_base: the count when
+	// the group was created, less what it could replay then.
 	counters := toStrings(res[6])
 	base := int64(0)
 	for i := 0; i+1 < len(counters); i += 2 {
 		if counters[i] == "published_base" {
-			base = toInt(counters[i+1])
-			continue
-		}
-		if f := counterField(&s.Counters, counters[i]); f != nil {
-			*f = toInt(counters[i+1])
+			base = backendkit.Int(counters[i+1])
 		}
 	}
-	s.Counters.Published = max(toInt(res[7])-base, 0)
+	s.Counters.Published = max(backendkit.Int(res[7])-base, 0)
 	return s, nil
-}
-
-// age converts a millisecond age from stats.lua (-1: none) to a duration.
-func age(v any) time.Duration {
-	n := toInt(v)
-	if n < 0 {
-		return 0
-	}
-	return time.Duration(n) * time.Millisecond
-}
-
-// counterField maps a field of the counters HASH, as the scripts name it, to its Counters field.
-func counterField(c *pubsub.Counters, name string) *int64 {
-	switch name {
-	case "claimed":
-		return &c.Claimed
-	case "acked":
-		return &c.Acked
-	case "nacked":
-		return &c.Nacked
-	case "reclaimed":
-		return &c.Reclaimed
-	case "dead_lettered":
-		return &c.DeadLettered
-	case "stale_acks":
-		return &c.StaleAcks
-	case "stale_nacks":
-		return &c.StaleNacks
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -35,12 +36,12 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 	keys := k.claimKeys()
 	end := time.Now().Add(p.Block)
 	for {
-		res, err := claimScript.Run(ctx, b.client, keys, p.Consumer, count, ms(p.Lease)).Slice()
+		res, err := claimScript.Run(ctx, b.client, keys, p.Consumer, count, backendkit.Millis(p.Lease)).Slice()
 		if err != nil {
 			return nil, err
 		}
 		if len(res) > 1 || p.Block <= 0 {
-			return deliveries(p.Topic, res[1:]), nil
+			return backendkit.DecodeDeliveries(res[1:], p.Topic, "zset: delivery", backendkit.DecodeEnvelope), nil
 		}
 		wait := time.Until(end)
 		if dl, ok := ctx.Deadline(); ok {
@@ -52,7 +53,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 		if wait <= 0 || ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		woken, err := b.sleep(ctx, k, p.Consumer, wait, toInt(res[0]))
+		woken, err := b.sleep(ctx, k, p.Consumer, wait, backendkit.Int(res[0]))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -110,25 +111,6 @@ func (b *Backend) sleep(ctx context.Context, k groupKeys, consumer string, wait 
 // never 0 (which would block forever). go-redis's typed BLPop rounds up to whole seconds, which
 // would stretch every short sleep to 1s.
 func seconds(d time.Duration) string {
-	n := max(ms(d), 1)
+	n := max(backendkit.Millis(d), 1)
 	return fmt.Sprintf("%d.%03d", n/1000, n%1000)
-}
-
-// deliveries decodes claim.lua's flat {id, attempt, body, ...} reply. An undecodable body
-// becomes a Delivery with Err wrapping pubsub.ErrCorruptEntry, for the caller to dead-letter.
-func deliveries(topic string, flat []any) []pubsub.Delivery {
-	out := make([]pubsub.Delivery, 0, len(flat)/3)
-	for i := 0; i+2 < len(flat); i += 3 {
-		id, _ := flat[i].(string)
-		body, _ := flat[i+2].(string)
-		d := pubsub.Delivery{ID: id, Attempt: int(toInt(flat[i+1]))}
-		env, err := pubsub.DecodeEnvelope([]byte(body))
-		if err != nil {
-			d.Err = fmt.Errorf("zset: delivery %s of topic %q: %w", id, topic, err)
-		} else {
-			d.Envelope = env
-		}
-		out = append(out, d)
-	}
-	return out
 }

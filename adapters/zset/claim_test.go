@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -68,20 +69,20 @@ func (c *commands) list() ([]string, [][]any) {
 // counted returns a backend on e's keys whose client records its commands, under a client
 // name that CLIENT LIST shows; the version check and script loading are done.
 func (e *env) counted(opts Options) (*Backend, *commands) {
-	e.t.Helper()
-	opt, err := redis.ParseURL(redistest.Shared(e.t).URL())
-	require.NoError(e.t, err)
-	opt.ClientName = e.prefix
+	e.T.Helper()
+	opt, err := redis.ParseURL(redistest.Shared(e.T).URL())
+	require.NoError(e.T, err)
+	opt.ClientName = e.Prefix
 	c := redis.NewClient(opt)
-	e.t.Cleanup(func() { _ = c.Close() })
+	e.T.Cleanup(func() { _ = c.Close() })
 	cmds := &commands{}
 	c.AddHook(cmds)
-	opts.Prefix = e.prefix
+	opts.Prefix = e.Prefix
 	b, err := New(c, opts)
-	require.NoError(e.t, err)
-	require.NoError(e.t, b.ready(e.ctx))
+	require.NoError(e.T, err)
+	require.NoError(e.T, b.check(e.Ctx)) // the version check
 	for _, s := range []*redis.Script{claimScript, wakeScript} {
-		require.NoError(e.t, s.Load(e.ctx, c).Err())
+		require.NoError(e.T, s.Load(e.Ctx, c).Err())
 	}
 	cmds.reset()
 	return b, cmds
@@ -89,11 +90,11 @@ func (e *env) counted(opts Options) (*Backend, *commands) {
 
 // blocked waits until n connections named like e's counted client are blocked in BLPOP.
 func (e *env) blocked(n int) {
-	e.t.Helper()
-	require.Eventually(e.t, func() bool {
+	e.T.Helper()
+	require.Eventually(e.T, func() bool {
 		got := 0
-		for line := range strings.Lines(e.c.ClientList(e.ctx).Val()) {
-			if strings.Contains(line, "name="+e.prefix+" ") && strings.Contains(line, "cmd=blpop") {
+		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
+			if strings.Contains(line, "name="+e.Prefix+" ") && strings.Contains(line, "cmd=blpop") {
 				got++
 			}
 		}
@@ -121,24 +122,24 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	b, _ := e.counted(Options{})
-	e.ensureGroup("t", "g")
+	e.EnsureGroup("t", "g")
 
 	const block = 20 * time.Second
-	done := claimAsync(e.ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	done := claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 	e.blocked(1)
 
 	published := time.Now()
-	e.publish("t", "wake", "more")
+	e.Publish("t", "wake", "more")
 	r := <-done
 	require.NoError(t, r.err)
-	require.Equal(t, []string{"wake", "more"}, payloads(r.ds), "the claim after the wake-up takes the batch")
+	require.Equal(t, []string{"wake", "more"}, adaptertest.Payloads(r.ds), "the claim after the wake-up takes the batch")
 	require.Less(t, r.at.Sub(published), block/2, "woken by the publish, not by the end of Block")
 	t.Logf("pickup after publish: %v", r.at.Sub(published))
 
 	k := e.gk("t", "g")
-	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.hash(k.holders))
-	require.False(t, e.exists(k.wake), "the token was taken")
-	require.Equal(t, int64(2), e.stats("t", "g").Counters.Claimed)
+	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.Hash(k.holders))
+	require.False(t, e.Exists(k.wake), "the token was taken")
+	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 }
 
 // A consumer sleeping with nothing scheduled learns of a delayed publish from its token, sleeps
@@ -148,17 +149,17 @@ func TestBlockedClaimWakesWhenTheMessageItWaitsForIsDue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	b, cmds := e.counted(Options{})
-	e.ensureGroup("t", "g")
+	e.EnsureGroup("t", "g")
 
 	const block, delay = 20 * time.Second, 300 * time.Millisecond
-	done := claimAsync(e.ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	done := claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 	e.blocked(1)
 
 	start := time.Now()
-	id := e.publishDelayed("t", delay, "later")[0]
+	id := e.PublishDelayed("t", delay, "later")[0]
 	r := <-done
 	require.NoError(t, r.err)
-	require.Equal(t, []string{id}, ids(r.ds))
+	require.Equal(t, []string{id}, adaptertest.IDs(r.ds))
 	require.GreaterOrEqual(t, r.at.Sub(start), delay-5*time.Millisecond, "claimed before it was due")
 	require.Less(t, r.at.Sub(start), block/2, "slept past the due time")
 	t.Logf("claimed %v after the due time", r.at.Sub(start)-delay)
@@ -169,7 +170,7 @@ func TestBlockedClaimWakesWhenTheMessageItWaitsForIsDue(t *testing.T) {
 	k := e.gk("t", "g")
 	require.Equal(t, []any{"blpop", k.wake, k.ownWake("c")}, args[1][:3])
 	require.Equal(t, []any{"evalsha", wakeScript.Hash(), 1, k.ownWake("c")}, args[4])
-	require.False(t, e.exists(k.ownWake("c")), "the token was taken")
+	require.False(t, e.Exists(k.ownWake("c")), "the token was taken")
 }
 
 // With nothing due, a claim is one script and one BLPOP per Block, whatever is scheduled: the
@@ -179,19 +180,19 @@ func TestIdleClaimIssuesTwoCommandsPerBlock(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	b, cmds := e.counted(Options{})
-	e.ensureGroup("t", "g")
+	e.EnsureGroup("t", "g")
 	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 300 * time.Millisecond}
 
-	ds, err := b.Claim(e.ctx, p)
+	ds, err := b.Claim(e.Ctx, p)
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	seen, args := cmds.list()
 	require.Equal(t, []string{"evalsha claim", "blpop"}, seen, "nothing scheduled")
 	requireTimeout(t, args[1][3], 250*time.Millisecond, 300*time.Millisecond, "the rest of Block, in seconds with ms precision")
 
-	e.publishDelayed("t", time.Hour, "much later")
+	e.PublishDelayed("t", time.Hour, "much later")
 	cmds.reset()
-	ds, err = b.Claim(e.ctx, p)
+	ds, err = b.Claim(e.Ctx, p)
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	seen, _ = cmds.list()
@@ -199,7 +200,7 @@ func TestIdleClaimIssuesTwoCommandsPerBlock(t *testing.T) {
 		"the publish's token wakes the claim once, to learn the new earliest due time")
 
 	cmds.reset()
-	ds, err = b.Claim(e.ctx, p)
+	ds, err = b.Claim(e.Ctx, p)
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	seen, args = cmds.list()
@@ -224,25 +225,25 @@ func TestOneWakeUpDrainsABurstAcrossConsumers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	b, _ := e.counted(Options{})
-	e.ensureGroup("t", "g")
+	e.EnsureGroup("t", "g")
 
 	const block, consumers = 20 * time.Second, 3
 	var dones []<-chan claimed
 	for i := range consumers {
-		dones = append(dones, claimAsync(e.ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g",
+		dones = append(dones, claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g",
 			Consumer: fmt.Sprintf("c%d", i), Count: 2, Lease: time.Minute, Block: block}))
 	}
 	e.blocked(consumers)
 
 	published := time.Now()
-	want := e.publish("t", "1", "2", "3", "4", "5", "6")
+	want := e.Publish("t", "1", "2", "3", "4", "5", "6")
 	var got []string
 	for _, done := range dones {
 		r := <-done
 		require.NoError(t, r.err)
 		require.Len(t, r.ds, 2, "every consumer was woken and got a share")
 		require.Less(t, r.at.Sub(published), block/2)
-		got = append(got, ids(r.ds)...)
+		got = append(got, adaptertest.IDs(r.ds)...)
 	}
 	require.ElementsMatch(t, want, got)
 }
@@ -250,17 +251,17 @@ func TestOneWakeUpDrainsABurstAcrossConsumers(t *testing.T) {
 func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.ensureGroup("t", "g")
-	ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
+	e.EnsureGroup("t", "g")
+	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
-	require.Equal(t, []string{"groups"}, e.keys("t"))
+	require.Equal(t, []string{"groups"}, e.Keys("t"))
 }
 
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
 	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -294,18 +295,15 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 
 func TestClaimIsBoundedByBatchSize(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	b, err := New(e.c, Options{Prefix: e.prefix, BatchSize: 2})
-	require.NoError(t, err)
-	e.b = b
-	e.publish("t", "a", "b", "c")
-	require.Equal(t, []string{"a", "b"}, payloads(e.claim("t", pubsub.DefaultGroup, "c", 100)))
+	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
+	e.Publish("t", "a", "b", "c")
+	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(e.Claim("t", pubsub.DefaultGroup, "c", 100)))
 }
 
 func TestClaimRejectsANonPositiveLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
+	_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
 	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,7 @@ func TestDueCheckUsesTheRedisClock(t *testing.T) {
 			e := newEnv(t)
 			localNow := func() time.Time { return time.Now().Add(skew) } // the consumer's wrong clock
 			k := e.gk("t", "g")
-			e.ensureGroup("t", "g")
+			e.EnsureGroup("t", "g")
 
 			seeded := time.Now()
 			redisNow := e.redisNow()
@@ -52,23 +53,23 @@ func TestDueCheckUsesTheRedisClock(t *testing.T) {
 			const block = 10 * time.Second
 			claim := func(block time.Duration) ([]pubsub.Delivery, time.Duration) {
 				start := time.Now()
-				ds, err := e.b.Claim(e.ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Hour, Block: block})
+				ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Hour, Block: block})
 				require.NoError(t, err)
 				return ds, time.Since(start)
 			}
 			ds, took := claim(block)
-			require.Equal(t, []string{"due now"}, payloads(ds), "exactly the one due now per Redis")
+			require.Equal(t, []string{"due now"}, adaptertest.Payloads(ds), "exactly the one due now per Redis")
 			require.Less(t, took, block/2, "at once")
 
 			ds, _ = claim(block)
-			require.Equal(t, []string{"due in 300ms"}, payloads(ds), "after sleeping until it is due per Redis")
+			require.Equal(t, []string{"due in 300ms"}, adaptertest.Payloads(ds), "after sleeping until it is due per Redis")
 			require.GreaterOrEqual(t, time.Since(seeded), 300*time.Millisecond-5*time.Millisecond, "not early")
 			require.Less(t, time.Since(seeded), block/2, "not hours late, nor at the end of Block")
 
 			ds, took = claim(300 * time.Millisecond)
 			require.Empty(t, ds, "never the one due in an hour")
 			require.GreaterOrEqual(t, took, 300*time.Millisecond-5*time.Millisecond, "the claim slept its Block")
-			s := e.stats("t", "g")
+			s := e.Stats("t", "g")
 			require.Equal(t, [3]int64{0, 1, 2}, [3]int64{s.Ready, s.Delayed, s.Pending})
 		})
 	}
@@ -76,8 +77,8 @@ func TestDueCheckUsesTheRedisClock(t *testing.T) {
 
 // seed stores a message as publish.lua would, with priority 0 and a given due time (score).
 func (e *env) seed(k groupKeys, id string, score float64, payload string) {
-	e.t.Helper()
-	require.NoError(e.t, e.c.HSet(e.ctx, k.topic.bodies, id, pubsub.EncodeEnvelope(envelope(payload))).Err())
-	require.NoError(e.t, e.c.HSet(e.ctx, k.topic.refs, id, 1).Err())
-	require.NoError(e.t, e.c.ZAdd(e.ctx, k.ready, zmember(score, mem(id))).Err())
+	e.T.Helper()
+	require.NoError(e.T, e.C.HSet(e.Ctx, k.topic.bodies, id, pubsub.EncodeEnvelope(adaptertest.Envelope(payload))).Err())
+	require.NoError(e.T, e.C.HSet(e.Ctx, k.topic.refs, id, 1).Err())
+	require.NoError(e.T, e.C.ZAdd(e.Ctx, k.ready, zmember(score, mem(id))).Err())
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/luakit"
 )
 
 //go:embed lua/*.lua
@@ -17,8 +18,9 @@ var luaFiles embed.FS
 const wakeTTL = 10 * time.Second
 
 // Every state change of this backend is one of these scripts. Each is a prelude of constants
-// from Go, then lua/lib.lua (shared helpers, no keys of its own), then the verb's file, whose
-// header names its KEYS and ARGV. redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT.
+// from Go, then internal/luakit's common.lua, groupstate.lua and registry.lua, then lua/lib.lua
+// (helpers, no keys of their own), then the verb's file, whose header names its KEYS and ARGV.
+// redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT.
 var (
 	publishScript     = script("publish")
 	claimScript       = script("claim")
@@ -35,15 +37,7 @@ var (
 )
 
 func script(name string) *redis.Script {
-	lib, err := luaFiles.ReadFile("lua/lib.lua")
-	if err != nil {
-		panic(err)
-	}
-	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
 	prelude := fmt.Sprintf("local PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS = %d, %d, %d\nlocal WAKE_TTL_MS = %d\n",
 		PriorityMin, PriorityMax, rankDigits, wakeTTL.Milliseconds())
-	return redis.NewScript(prelude + string(lib) + "\n" + string(body))
+	return redis.NewScript(prelude + luakit.Source(luaFiles, name, luakit.GroupState, luakit.Registry))
 }

@@ -3,14 +3,8 @@ package zset
 import (
 	"context"
 
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
-)
-
-// Nack modes of nack.lua.
-const (
-	modeRetry      = 0
-	modeDeadLetter = 1
-	modeRelease    = 2
 )
 
 // Ack runs ack.lua: each pending item loses its lease, holder and attempt count, and drops its
@@ -20,15 +14,8 @@ func (b *Backend) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResul
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return pubsub.AckResult{}, err
 	}
-	if len(p.Items) == 0 {
-		return pubsub.AckResult{}, nil
-	}
 	k := b.groupKeys(p.Topic, p.Group)
-	n, err := toInts(ackScript.Run(ctx, b.client, k.ackKeys(), heldArgs([]any{p.Consumer}, p.Items)...).Slice())
-	if err != nil {
-		return pubsub.AckResult{}, err
-	}
-	return pubsub.AckResult{Acked: int(n[0]), Stale: int(n[1])}, nil
+	return backendkit.Ack(ctx, b.client, ackScript, k.ackKeys(), []any{p.Consumer}, p.Items)
 }
 
 // Nack runs nack.lua. Fenced on (consumer, attempt). A delayed retry is re-scored to Redis now
@@ -40,27 +27,8 @@ func (b *Backend) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackRe
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return pubsub.NackResult{}, err
 	}
-	if len(p.Items) == 0 {
-		return pubsub.NackResult{}, nil
-	}
-	args := make([]any, 0, 2+5*len(p.Items))
-	args = append(args, p.Consumer, max(p.MaxDeliveries, 0))
-	for _, it := range p.Items {
-		mode := modeRetry
-		switch {
-		case it.DeadLetter:
-			mode = modeDeadLetter
-		case it.Release:
-			mode = modeRelease
-		}
-		args = append(args, it.ID, it.Attempt, ms(it.Delay), mode, it.Reason)
-	}
 	k := b.groupKeys(p.Topic, p.Group)
-	n, err := toInts(nackScript.Run(ctx, b.client, k.settleKeys(), args...).Slice())
-	if err != nil {
-		return pubsub.NackResult{}, err
-	}
-	return pubsub.NackResult{Requeued: int(n[0]), DeadLettered: int(n[1]), Stale: int(n[2])}, nil
+	return backendkit.Nack(ctx, b.client, nackScript, k.settleKeys(), []any{p.Consumer, max(p.MaxDeliveries, 0)}, p.Items)
 }
 
 // Extend runs extend.lua: the held items' deadlines move to Redis now + p.Lease; the IDs the
@@ -69,21 +37,8 @@ func (b *Backend) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string,
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
 	}
-	if p.Lease <= 0 {
-		return nil, &pubsub.ConfigError{Field: "ExtendParams.Lease", Reason: "must be positive"}
-	}
-	if len(p.Items) == 0 {
-		return nil, nil
-	}
 	k := b.groupKeys(p.Topic, p.Group)
-	res, err := extendScript.Run(ctx, b.client, k.extendKeys(), heldArgs([]any{p.Consumer, ms(p.Lease)}, p.Items)...).StringSlice()
-	if err != nil {
-		return nil, err
-	}
-	if len(res) == 0 {
-		return nil, nil
-	}
-	return res, nil
+	return backendkit.Extend(ctx, b.client, extendScript, k.extendKeys(), []any{p.Consumer}, p.Lease, p.Items)
 }
 
 // Reclaim runs reclaim.lua: up to p.Count expired leases (Options.BatchSize if zero), earliest
@@ -100,7 +55,7 @@ func (b *Backend) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.
 		count = b.opts.BatchSize
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	n, err := toInts(reclaimScript.Run(ctx, b.client, k.settleKeys(), max(p.MaxDeliveries, 0), count).Slice())
+	n, err := backendkit.Ints(reclaimScript.Run(ctx, b.client, k.settleKeys(), max(p.MaxDeliveries, 0), count).Slice())
 	if err != nil {
 		return pubsub.ReclaimResult{}, err
 	}

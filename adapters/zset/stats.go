@@ -2,8 +2,8 @@ package zset
 
 import (
 	"context"
-	"time"
 
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -21,54 +21,5 @@ func (b *Backend) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stat
 	if err != nil {
 		return pubsub.Stats{}, err
 	}
-	s := pubsub.Stats{
-		Topic:            p.Topic,
-		Group:            p.Group,
-		Ready:            toInt(res[0]),
-		Delayed:          toInt(res[1]),
-		Pending:          toInt(res[2]),
-		Dead:             toInt(res[3]),
-		OldestPendingAge: age(res[4]),
-		OldestReadyAge:   age(res[5]),
-	}
-	counters, _ := res[6].([]any)
-	for i := 0; i+1 < len(counters); i += 2 {
-		name, _ := counters[i].(string)
-		if f := counterField(&s.Counters, name); f != nil {
-			*f = toInt(counters[i+1])
-		}
-	}
-	return s, nil
-}
-
-// age converts a millisecond age from stats.lua (-1: none) to a duration.
-func age(v any) time.Duration {
-	n := toInt(v)
-	if n < 0 {
-		return 0
-	}
-	return time.Duration(n) * time.Millisecond
-}
-
-// counterField maps a field of the counters HASH, as the scripts name it, to its Counters field.
-func counterField(c *pubsub.Counters, name string) *int64 {
-	switch name {
-	case "published":
-		return &c.Published
-	case "claimed":
-		return &c.Claimed
-	case "acked":
-		return &c.Acked
-	case "nacked":
-		return &c.Nacked
-	case "reclaimed":
-		return &c.Reclaimed
-	case "dead_lettered":
-		return &c.DeadLettered
-	case "stale_acks":
-		return &c.StaleAcks
-	case "stale_nacks":
-		return &c.StaleNacks
-	}
-	return nil
+	return backendkit.DecodeStats(p.Topic, p.Group, res), nil
 }

@@ -12,19 +12,19 @@ func TestStatsCountsAndAges(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
-	e.ensureGroup("t", "g")
-	require.Equal(t, pubsub.Stats{Topic: "t", Group: "g"}, e.stats("t", "g"))
+	e.EnsureGroup("t", "g")
+	require.Equal(t, pubsub.Stats{Topic: "t", Group: "g"}, e.Stats("t", "g"))
 
-	e.publish("t", "a", "b", "c")
-	e.publishDelayed("t", time.Hour, "d")
-	d := e.claim("t", "g", "c", 2)
+	e.Publish("t", "a", "b", "c")
+	e.PublishDelayed("t", time.Hour, "d")
+	d := e.Claim("t", "g", "c", 2)
 	// Age the oldest pending and ready entries by a known amount, on the Redis clock.
-	now := e.zscore(k.pendingAt, d[0].ID)
-	require.NoError(t, e.c.ZAdd(e.ctx, k.pendingAt, zmember(now-60_000, d[0].ID)).Err())
-	require.NoError(t, e.c.ZAdd(e.ctx, k.ready, zmember(now-120_000, mem("3"))).Err())
-	e.nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
+	now := e.ZScore(k.pendingAt, d[0].ID)
+	require.NoError(t, e.C.ZAdd(e.Ctx, k.pendingAt, zmember(now-60_000, d[0].ID)).Err())
+	require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(now-120_000, mem("3"))).Err())
+	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
-	s := e.stats("t", "g")
+	s := e.Stats("t", "g")
 	require.Equal(t, int64(1), s.Ready, "due: score <= Redis now")
 	require.Equal(t, int64(1), s.Delayed, "not yet due")
 	require.Equal(t, int64(1), s.Pending)
@@ -34,8 +34,8 @@ func TestStatsCountsAndAges(t *testing.T) {
 	require.Equal(t, pubsub.Counters{Published: 4, Claimed: 2, Nacked: 1, DeadLettered: 1}, s.Counters)
 
 	// A delayed member is not ready, and gives no ready age, until its due time.
-	e.claim("t", "g", "c", 1)
-	s = e.stats("t", "g")
+	e.Claim("t", "g", "c", 1)
+	s = e.Stats("t", "g")
 	require.Equal(t, [2]int64{0, 1}, [2]int64{s.Ready, s.Delayed})
 	require.Zero(t, s.OldestReadyAge)
 }

@@ -1,16 +1,7 @@
--- lib.lua: helpers prepended to every script of the list adapter (see scripts.go). It declares
--- no keys: every helper takes key names that the calling script received in KEYS, gathered
--- in a table k (k.ready, k.processing, ...).
-
--- Scripts read TIME before writing. Redis >= 5 replicates scripts by their effects, which
--- allows that; the call keeps 6.x configured for verbatim replication safe (a no-op on 7).
-if redis.replicate_commands ~= nil then redis.replicate_commands() end
-
--- now_ms is the Redis clock in milliseconds: the only clock relq trusts.
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- lib.lua: helpers prepended to every script of the list adapter (see scripts.go), after
+-- internal/luakit's common.lua (now_ms), groupstate.lua (holds, bury) and registry.lua
+-- (stale_groups). It declares no keys: every helper takes key names that the calling script
+-- received in KEYS, gathered in a table k (k.ready, k.processing, ...).
 
 -- unref drops one group's reference to a body and deletes the body with the last one.
 local function unref(k, id)
@@ -31,18 +22,6 @@ end
 local function make_ready(k, id, now)
   redis.call('RPUSH', k.ready, id)
   redis.call('ZADD', k.readyat, now, id)
-end
-
--- bury moves id (already out of processing and ready) to the dead-letter store.
-local function bury(k, id, reason, now)
-  redis.call('ZADD', k.dead, now, id)
-  redis.call('HSET', k.reasons, id, reason)
-end
-
--- holds reports whether consumer holds attempt of id: the fencing check. An orphan lease has
--- no holder, so nobody holds it.
-local function holds(k, id, consumer, attempt)
-  return redis.call('HGET', k.holders, id) == consumer and redis.call('HGET', k.attempts, id) == attempt
 end
 
 -- lease registers a claim of id (already in processing) for consumer and returns its attempt.

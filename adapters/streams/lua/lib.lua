@@ -1,17 +1,7 @@
--- lib.lua: helpers prepended to every script of the streams adapter (see scripts.go). It
--- declares no keys: every helper takes key names that the calling script received in KEYS,
--- gathered in a table k (k.stream, k.retry, ...), with the group name (k.group) and the
--- parking consumer's name (k.parked) from ARGV.
-
--- Scripts read TIME before writing. Redis >= 5 replicates scripts by their effects, which
--- allows that; the call keeps 6.x configured for verbatim replication safe (a no-op on 7).
-if redis.replicate_commands ~= nil then redis.replicate_commands() end
-
--- now_ms is the Redis clock in milliseconds: the only clock relq trusts.
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- lib.lua: helpers prepended to every script of the streams adapter (see scripts.go), after
+-- internal/luakit's common.lua (now_ms). It declares no keys: every helper takes key names
+-- that the calling script received in KEYS, gathered in a table k (k.stream, k.retry, ...),
+-- with the group name (k.group) and the parking consumer's name (k.parked) from ARGV.
 
 -- Entry IDs are "<ms>-<seq>". Both parts are compared as decimal strings (length, then
 -- bytes), which is exact for any 64-bit value, where Lua numbers are doubles.

@@ -1,23 +1,14 @@
 -- lib.lua: helpers prepended to every script of the zset adapter (see scripts.go), after the
--- constants scripts.go sets from Go: PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS and WAKE_TTL_MS.
--- It declares no keys: every helper takes key names that the calling script received in KEYS,
--- gathered in a table k (k.ready, k.leases, ...).
+-- constants scripts.go sets from Go (PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS and WAKE_TTL_MS)
+-- and internal/luakit's common.lua (now_ms), groupstate.lua (holds, bury) and registry.lua
+-- (stale_groups). It declares no keys: every helper takes key names that the calling script
+-- received in KEYS, gathered in a table k (k.ready, k.leases, ...).
 --
 -- A group's ready store is one ZSET, k.ready: the score of a member is its due time in ms on
 -- the Redis clock. Members of equal score sort bytewise, so a member is written to sort in the
 -- order messages due together are delivered: "<rank>:<id>", the rank PRIORITY_MAX - priority
 -- (higher priority, lower rank) zero-padded to RANK_DIGITS and the delivery ID zero-padded to
 -- 16 digits (publish order within a priority).
-
--- Scripts read TIME before writing. Redis >= 5 replicates scripts by their effects, which
--- allows that; the call keeps 6.x configured for verbatim replication safe (a no-op on 7).
-if redis.replicate_commands ~= nil then redis.replicate_commands() end
-
--- now_ms is the Redis clock in milliseconds: the only clock relq trusts.
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local MEMBER_FORMAT = '%0' .. RANK_DIGITS .. 'd:%016d'
 local MEMBER_PATTERN = '^' .. string.rep('%d', RANK_DIGITS) .. ':(' .. string.rep('%d', 16) .. ')$'
@@ -72,17 +63,6 @@ local function unlease(k, id)
   redis.call('HDEL', k.holders, id)
   redis.call('ZREM', k.pending, id)
   redis.call('HDEL', k.dueat, id)
-end
-
--- holds reports whether consumer holds attempt of id: the fencing check.
-local function holds(k, id, consumer, attempt)
-  return redis.call('HGET', k.holders, id) == consumer and redis.call('HGET', k.attempts, id) == attempt
-end
-
--- bury moves id (already out of ready and pending) to the dead-letter store.
-local function bury(k, id, reason, now)
-  redis.call('ZADD', k.dead, now, id)
-  redis.call('HSET', k.reasons, id, reason)
 end
 
 -- take claims up to n members due at now, in ZSET order (due time, then rank, then id). Each

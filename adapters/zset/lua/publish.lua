@@ -22,22 +22,10 @@
 -- caller's group list is stale (nothing written).
 
 local ng = tonumber(ARGV[2])
-local card = redis.call('SCARD', KEYS[4])
-if card == 0 then
-  if ng ~= 1 or ARGV[3] ~= ARGV[1] then return {0} end
-  redis.call('SADD', KEYS[4], ARGV[1])
-else
-  local same = card == ng
-  for i = 1, ng do
-    if not same then break end
-    same = redis.call('SISMEMBER', KEYS[4], ARGV[2 + i]) == 1
-  end
-  if not same then
-    local m = redis.call('SMEMBERS', KEYS[4])
-    table.insert(m, 1, 0)
-    return m
-  end
-end
+local names = {}
+for i = 1, ng do names[i] = ARGV[2 + i] end
+local stale = stale_groups(KEYS[4], ARGV[1], names)
+if stale then return stale end
 
 local base = 3 + ng
 local n = (#ARGV - base + 1) / 3

@@ -1,0 +1,111 @@
+package adaptertest
+
+import (
+	"time"
+
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+// Publish publishes a message of each payload (see Envelope) to topic and returns the IDs.
+func (e *Env) Publish(topic string, payloads ...string) []string {
+	e.T.Helper()
+	return e.PublishDelayed(topic, 0, payloads...)
+}
+
+// PublishDelayed publishes a message of each payload, delayed by delay, and returns the IDs.
+func (e *Env) PublishDelayed(topic string, delay time.Duration, payloads ...string) []string {
+	e.T.Helper()
+	return e.PublishWith(topic, delay, 0, payloads...)
+}
+
+// PublishWith publishes a message of each payload, delayed by delay and of priority, and
+// returns the IDs.
+func (e *Env) PublishWith(topic string, delay time.Duration, priority int, payloads ...string) []string {
+	e.T.Helper()
+	msgs := make([]pubsub.OutMessage, len(payloads))
+	for i, p := range payloads {
+		msgs[i] = pubsub.OutMessage{Envelope: Envelope(p), Delay: delay, Priority: priority}
+	}
+	ids, err := e.B.Publish(e.Ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	require.NoError(e.T, err)
+	require.Len(e.T, ids, len(payloads))
+	return ids
+}
+
+// EnsureGroup registers group on topic, receiving what is published from now on.
+func (e *Env) EnsureGroup(topic, group string) {
+	e.T.Helper()
+	require.NoError(e.T, e.B.EnsureGroup(e.Ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+}
+
+// EnsureGroupFromOldest registers group on topic, from the oldest message a backend keeps.
+func (e *Env) EnsureGroupFromOldest(topic, group string) {
+	e.T.Helper()
+	require.NoError(e.T, e.B.EnsureGroup(e.Ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: group, FromOldest: true}))
+}
+
+// Claim claims up to n deliveries without blocking, under a lease of a minute.
+func (e *Env) Claim(topic, group, consumer string, n int) []pubsub.Delivery {
+	e.T.Helper()
+	return e.ClaimLease(topic, group, consumer, n, time.Minute)
+}
+
+// ClaimLease claims up to n deliveries without blocking, under lease.
+func (e *Env) ClaimLease(topic, group, consumer string, n int, lease time.Duration) []pubsub.Delivery {
+	e.T.Helper()
+	ds, err := e.B.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: consumer, Count: n, Lease: lease})
+	require.NoError(e.T, err)
+	if e.RequireDecoded {
+		for _, d := range ds {
+			require.NoError(e.T, d.Err)
+		}
+	}
+	return ds
+}
+
+// Ack acks ds as consumer.
+func (e *Env) Ack(topic, group, consumer string, ds ...pubsub.Delivery) pubsub.AckResult {
+	e.T.Helper()
+	res, err := e.B.Ack(e.Ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: consumer, Items: Held(ds...)})
+	require.NoError(e.T, err)
+	return res
+}
+
+// Extend extends the leases of ds held by consumer by a minute and returns the IDs it lost.
+func (e *Env) Extend(topic, group, consumer string, ds ...pubsub.Delivery) []string {
+	e.T.Helper()
+	lost, err := e.B.Extend(e.Ctx, &pubsub.ExtendParams{Topic: topic, Group: group, Consumer: consumer, Items: Held(ds...), Lease: time.Minute})
+	require.NoError(e.T, err)
+	return lost
+}
+
+// Nack nacks items as consumer, dead-lettering at max deliveries (0: no limit).
+func (e *Env) Nack(topic, group, consumer string, max int, items ...pubsub.NackItem) pubsub.NackResult {
+	e.T.Helper()
+	res, err := e.B.Nack(e.Ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: consumer, Items: items, MaxDeliveries: max})
+	require.NoError(e.T, err)
+	return res
+}
+
+// Reclaim runs one Reclaim with max deliveries (0: no limit) and an orphan lease of a minute.
+func (e *Env) Reclaim(topic, group string, max int) pubsub.ReclaimResult {
+	e.T.Helper()
+	return e.ReclaimLease(topic, group, max, time.Minute)
+}
+
+// ReclaimLease runs one Reclaim with max deliveries (0: no limit) and orphanLease.
+func (e *Env) ReclaimLease(topic, group string, max int, orphanLease time.Duration) pubsub.ReclaimResult {
+	e.T.Helper()
+	res, err := e.B.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: topic, Group: group, MaxDeliveries: max, OrphanLease: orphanLease})
+	require.NoError(e.T, err)
+	return res
+}
+
+// Stats returns the group's Stats.
+func (e *Env) Stats(topic, group string) pubsub.Stats {
+	e.T.Helper()
+	s, err := e.B.Stats(e.Ctx, &pubsub.StatsParams{Topic: topic, Group: group})
+	require.NoError(e.T, err)
+	return s
+}

@@ -1,0 +1,104 @@
+package adaptertest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/keys"
+	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+// Env is one test's backend on the shared server, under a key prefix of its own. An adapter's
+// tests embed it in their env, next to the backend's concrete type.
+type Env struct {
+	T      *testing.T
+	Ctx    context.Context
+	C      *redis.Client
+	Prefix string
+	B      pubsub.Backend
+	// Tag returns the hash tag that starts topic's keys, for Keys: keys.Tag(Prefix, topic)
+	// unless set.
+	Tag func(topic string) string
+	// RequireDecoded makes Claim and ClaimLease fail the test on a delivery that did not decode.
+	RequireDecoded bool
+}
+
+// Server returns a client of the shared test server and a key prefix unique to t.
+func Server(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	return redistest.Shared(t).Client(t), redistest.Prefix(t)
+}
+
+// NewEnv returns the Env of b, a backend on c with its keys under prefix.
+func NewEnv(t *testing.T, c *redis.Client, prefix string, b pubsub.Backend) *Env {
+	e := &Env{T: t, Ctx: context.Background(), C: c, Prefix: prefix, B: b}
+	e.Tag = func(topic string) string { return keys.Tag(e.Prefix, topic) }
+	return e
+}
+
+// Keys lists the keys of topic, without the tag, sorted: "seq", "g:default:ready", ...
+func (e *Env) Keys(topic string) []string {
+	e.T.Helper()
+	tag := e.Tag(topic) + ":"
+	var out []string
+	iter := e.C.Scan(e.Ctx, 0, tag+"*", 1000).Iterator()
+	for iter.Next(e.Ctx) {
+		out = append(out, strings.TrimPrefix(iter.Val(), tag))
+	}
+	require.NoError(e.T, iter.Err())
+	slices.Sort(out)
+	return out
+}
+
+// LRange returns a LIST.
+func (e *Env) LRange(key string) []string {
+	e.T.Helper()
+	v, err := e.C.LRange(e.Ctx, key, 0, -1).Result()
+	require.NoError(e.T, err)
+	return v
+}
+
+// ZMembers returns a ZSET's members in order.
+func (e *Env) ZMembers(key string) []string {
+	e.T.Helper()
+	v, err := e.C.ZRange(e.Ctx, key, 0, -1).Result()
+	require.NoError(e.T, err)
+	return v
+}
+
+// ZScore returns the score of member in a ZSET.
+func (e *Env) ZScore(key, member string) float64 {
+	e.T.Helper()
+	v, err := e.C.ZScore(e.Ctx, key, member).Result()
+	require.NoError(e.T, err)
+	return v
+}
+
+// Hash returns a HASH.
+func (e *Env) Hash(key string) map[string]string {
+	e.T.Helper()
+	v, err := e.C.HGetAll(e.Ctx, key).Result()
+	require.NoError(e.T, err)
+	return v
+}
+
+// Exists reports whether key exists.
+func (e *Env) Exists(key string) bool {
+	e.T.Helper()
+	n, err := e.C.Exists(e.Ctx, key).Result()
+	require.NoError(e.T, err)
+	return n == 1
+}
+
+// ExpireLease moves the lease deadline of id in leases (a ZSET id -> deadline) into the past,
+// as if the lease had run out.
+func (e *Env) ExpireLease(leases, id string) {
+	e.T.Helper()
+	require.NoError(e.T, e.C.ZAddXX(e.Ctx, leases, redis.Z{Score: 1, Member: id}).Err())
+	require.Equal(e.T, 1.0, e.ZScore(leases, id), "no lease to expire")
+}

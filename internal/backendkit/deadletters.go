@@ -1,0 +1,98 @@
+package backendkit
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/pubsub"
+)
+
+// DeadLettersCountDefault is the page size when DeadLettersParams.Count is zero.
+const DeadLettersCountDefault = 100
+
+// DeadLettersCount is the page size to read for DeadLettersParams.Count.
+func DeadLettersCount(count int) int {
+	if count <= 0 {
+		return DeadLettersCountDefault
+	}
+	return count
+}
+
+// DecodeDeadLetters decodes the flat {id, dead at ms, reason, attempts, body or false, ...}
+// reply of the list and zset deadletters.lua. A body that does not decode comes back in Raw.
+func DecodeDeadLetters(topic, group string, flat []any) []pubsub.DeadLetter {
+	out := make([]pubsub.DeadLetter, 0, len(flat)/5)
+	for i := 0; i+4 < len(flat); i += 5 {
+		id, _ := flat[i].(string)
+		reason, _ := flat[i+2].(string)
+		dl := pubsub.DeadLetter{
+			ID:       id,
+			Topic:    topic,
+			Group:    group,
+			Reason:   reason,
+			Attempts: int(Int(flat[i+3])),
+			DeadAt:   time.UnixMilli(Int(flat[i+1])),
+		}
+		if body, ok := flat[i+4].(string); ok {
+			if env, err := pubsub.DecodeEnvelope([]byte(body)); err == nil {
+				dl.Envelope = env
+			} else {
+				dl.Raw = []byte(body)
+			}
+		}
+		out = append(out, dl)
+	}
+	return out
+}
+
+// Requeue runs the list and zset requeue.lua for p: with p.All, the batch oldest dead letters
+// per call until a call finds fewer; else p.IDs in chunks of batch. ARGV is batch, then the
+// ids (none: the oldest); the script returns {dead letters it looked at, requeued}. It returns
+// how many were requeued, those of the calls that succeeded included when one fails.
+func Requeue(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, p *pubsub.RequeueParams) (int, error) {
+	total := 0
+	if p.All {
+		for {
+			n, err := Ints(script.Run(ctx, client, keys, batch).Slice())
+			if err != nil {
+				return total, err
+			}
+			total += int(n[1])
+			if n[0] < int64(batch) {
+				return total, nil
+			}
+		}
+	}
+	for ids := range slices.Chunk(p.IDs, batch) {
+		args := make([]any, 0, 1+len(ids))
+		args = append(args, batch)
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		n, err := Ints(script.Run(ctx, client, keys, args...).Slice())
+		if err != nil {
+			return total, err
+		}
+		total += int(n[1])
+	}
+	return total, nil
+}
+
+// Purge runs an adapter's purge.lua, with ARGV batch then extra, until a call deletes fewer
+// than batch, and returns how many were deleted in all (so far, when a call fails).
+func Purge(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, extra ...any) (int, error) {
+	args := append([]any{batch}, extra...)
+	total := 0
+	for {
+		n, err := script.Run(ctx, client, keys, args...).Int()
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n < batch {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package backendkit
+
+import (
+	"fmt"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// DecodeDeliveries decodes a claim script's flat {id, attempt, body, ...} reply, decoding each
+// body with decode. A body decode rejects becomes a Delivery whose Err is "<what> <id> of topic
+// <topic>: <decode's error>" (which wraps pubsub.ErrCorruptEntry), for the caller to
+// dead-letter.
+func DecodeDeliveries(flat []any, topic, what string, decode func(body any) (pubsub.Envelope, error)) []pubsub.Delivery {
+	out := make([]pubsub.Delivery, 0, len(flat)/3)
+	for i := 0; i+2 < len(flat); i += 3 {
+		id, _ := flat[i].(string)
+		d := pubsub.Delivery{ID: id, Attempt: int(Int(flat[i+1]))}
+		env, err := decode(flat[i+2])
+		if err != nil {
+			d.Err = fmt.Errorf("%s %s of topic %q: %w", what, id, topic, err)
+		} else {
+			d.Envelope = env
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// DecodeEnvelope decodes a body stored as relq's envelope (a bulk string; anything else is
+// decoded as empty, which is corrupt).
+func DecodeEnvelope(body any) (pubsub.Envelope, error) {
+	s, _ := body.(string)
+	return pubsub.DecodeEnvelope([]byte(s))
+}
