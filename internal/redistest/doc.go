@@ -6,6 +6,10 @@
 // failure tests use. RELQ_TEST_REDIS_URL points Shared at an existing server instead; Start
 // always launches a private server, since the tests that call it stop or restart Redis.
 //
+// StartCluster starts a real Redis Cluster (primaries with replicas) on loopback ports;
+// Options.TLS starts a TLS-only server with certificates generated for the test; AddUser and
+// ClientAs create and connect as a Redis ACL user, for least-privilege tests.
+//
 // Test packages call Main from TestMain: it runs the tests, stops the shared server and checks
 // for leaked goroutines.
 package redistest

@@ -26,6 +26,9 @@ type Options struct {
 	AppendFsync string
 	// Args are extra redis-server arguments ("--maxmemory", "10mb", ...).
 	Args []string
+	// TLS, when set, makes the server accept TLS connections only, with certificates
+	// generated into its directory (see TLSOptions); Client and URL then use TLS.
+	TLS *TLSOptions
 }
 
 // Server is a redis-server process this package started, or an external server given by
@@ -44,6 +47,7 @@ type Server struct {
 	restartOnExit bool
 	stopping      bool
 	extra         []string
+	tls           *tlsFiles // nil without Options.TLS
 }
 
 // Start launches a private server and stops it when t ends. It fails t when redis-server is
@@ -97,6 +101,17 @@ func (s *Server) writeConfig(opts Options) error {
 		"loglevel warning",
 		"logfile " + filepath.Join(s.Dir, "redis.log"),
 	}
+	cli := fmt.Sprintf("redis-cli -p %d", s.Port)
+	if opts.TLS != nil {
+		f, err := writeTLS(s.Dir, *opts.TLS)
+		if err != nil {
+			return err
+		}
+		s.tls = f
+		// The last "port" line wins: no plain port, TLS on the server's Port.
+		lines = append(append(lines, "port 0"), f.configLines(s.Port)...)
+		cli += " " + f.cliFlags()
+	}
 	conf := strings.Join(lines, "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(s.Dir, "redis.conf"), []byte(conf), 0o600); err != nil {
 		return err
@@ -104,9 +119,9 @@ func (s *Server) writeConfig(opts Options) error {
 	// A restart script for Watermill's RestartServiceCommand, which runs an external command.
 	// It sends SIGTERM (Redis fsyncs the AOF and exits) and the harness's own wait loop
 	// notices the exit and starts the server again (see Start).
-	script := fmt.Sprintf("#!/bin/sh\nredis-cli -p %d shutdown >/dev/null 2>&1\n"+
-		"i=0; until redis-cli -p %d ping >/dev/null 2>&1; do i=$((i+1)); [ $i -gt 200 ] && exit 1; sleep 0.05; done\n",
-		s.Port, s.Port)
+	script := fmt.Sprintf("#!/bin/sh\n%s shutdown >/dev/null 2>&1\n"+
+		"i=0; until %s ping >/dev/null 2>&1; do i=$((i+1)); [ $i -gt 200 ] && exit 1; sleep 0.05; done\n",
+		cli, cli)
 	return os.WriteFile(filepath.Join(s.Dir, "restart.sh"), []byte(script), 0o700)
 }
 
@@ -138,6 +153,9 @@ func (s *Server) URL() string {
 	if s.external {
 		return s.url
 	}
+	if s.tls != nil {
+		return "rediss://" + s.Addr()
+	}
 	return "redis://" + s.Addr()
 }
 
@@ -147,13 +165,22 @@ func (s *Server) External() bool { return s.external }
 // Client returns a new client for the server, closed when t ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
+	c := redis.NewClient(s.options(t))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// options are the client options of the server's URL, with its TLS configuration.
+func (s *Server) options(t testing.TB) *redis.Options {
+	t.Helper()
 	opt, err := redis.ParseURL(s.URL())
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	if s.tls != nil {
+		opt.TLSConfig = s.ClientTLS()
+	}
+	return opt
 }
 
 // RestartCommand returns a command that restarts the server with its data, for Watermill's
@@ -213,7 +240,7 @@ func (s *Server) supervise(cmd *exec.Cmd, done chan struct{}) {
 
 func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, TLSConfig: s.ClientTLS()})
 	defer c.Close()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
