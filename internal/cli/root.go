@@ -37,6 +37,7 @@ func NewRootCommand(env Env) *cobra.Command {
 	root.SetOut(env.Out)
 	root.SetErr(env.Err)
 	root.AddCommand(newDemoCommand(env))
+	root.AddCommand(newBenchCommand(env))
 	return root
 }
 

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relq/relq/benchmarks"
+)
+
+type benchOptions struct {
+	redisURL string
+	json     bool
+	svg      string
+	quick    bool
+}
+
+func newBenchCommand(env Env) *cobra.Command {
+	var opts benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the three relq backends against watermill-redisstream on one Redis",
+		Long: `bench measures, in one run against one Redis server, relq's list, zset and streams
+backends and watermill-redisstream v1.4.5 (default config), the adapter a Watermill user
+would pick today: publish throughput (1 and 100 messages per call), end-to-end throughput
+from a pre-filled backlog at 1, 4 and 16 subscribers, pickup latency for an idle
+subscriber at 500 msg/s, lateness of delayed messages, recovery after a consumer dies
+holding a message, Redis memory per queued message, and the commands an idle subscriber
+costs; and redis-benchmark's LPUSH rate (-P 16) as the physical reference.
+
+Redis: $REDIS_URL if set (use a server nobody else is using: the idle and memory figures
+read server-wide counters); else a private redis-server found on PATH. The embedded
+miniredis the demo falls back to is refused: it says nothing about Redis's speed.
+
+Every measurement uses its own key prefix (relqbench-...) or stream and deletes its keys.
+Progress goes to stderr; the table (or --json) to stdout. The default run takes about
+three minutes on two cores; --quick is a small run for tests whose figures mean little.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			from := "--redis-url"
+			if opts.redisURL == "" {
+				opts.redisURL, from = env.Getenv("REDIS_URL"), "REDIS_URL"
+			}
+			lookPath := env.LookPath
+			if lookPath == nil {
+				lookPath = exec.LookPath
+			}
+			if opts.redisURL == "" {
+				if _, err := lookPath("redis-server"); err != nil {
+					return errors.New("relq: bench needs a real Redis: set REDIS_URL or put redis-server on PATH " +
+						"(the embedded miniredis is not a fair server for benchmarks)")
+				}
+			}
+			conn, err := connectRedis(cmd.Context(), opts.redisURL, from, lookPath)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if conn.kind == "embedded" { // connectRedis fell back after all
+				return errors.New("relq: bench refuses the embedded miniredis: set REDIS_URL or put redis-server on PATH")
+			}
+			cfg := benchmarks.Config{}
+			if opts.quick {
+				cfg = benchmarks.QuickConfig()
+			}
+			cfg.Progress = env.Err
+			if path, err := lookPath("redis-benchmark"); err == nil {
+				cfg.RedisBenchmark = path
+			}
+			fmt.Fprintf(env.Err, "relq bench: Redis %s\n", conn.describe)
+			rep, err := benchmarks.Run(cmd.Context(), conn.client, conn.describe, cfg)
+			if err != nil {
+				return err
+			}
+			if opts.svg != "" {
+				f, err := os.Create(opts.svg)
+				if err != nil {
+					return err
+				}
+				if err := errors.Join(rep.WriteSVG(f), f.Close()); err != nil {
+					return fmt.Errorf("write %s: %w", opts.svg, err)
+				}
+				fmt.Fprintf(env.Err, "relq bench: chart written to %s\n", opts.svg)
+			}
+			out := cmd.OutOrStdout()
+			if opts.json {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			return rep.WriteTable(out)
+		},
+	}
+	cmd.Flags().StringVar(&opts.redisURL, "redis-url", "", "Redis URL (default $REDIS_URL)")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON instead of a table")
+	cmd.Flags().StringVar(&opts.svg, "svg", "", "also write an SVG bar chart of throughput and latency to this file")
+	cmd.Flags().BoolVar(&opts.quick, "quick", false, "a small, fast run (for tests; figures mean little)")
+	return cmd
+}

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/internal/redistest"
+)
+
+// TestBenchQuickJSONHasEveryFigure runs `relq bench --quick --json --svg` against the shared
+// test server and checks that every figure is there for every backend and the baseline
+// (not their values: nothing here asserts speed).
+func TestBenchQuickJSONHasEveryFigure(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Shared(t)
+	getenv := func(k string) string {
+		if k == "REDIS_URL" {
+			return srv.URL()
+		}
+		return ""
+	}
+	svg := filepath.Join(t.TempDir(), "bench.svg")
+	code, out := runCLI(t, Env{Getenv: getenv}, "bench", "--quick", "--json", "--svg", svg)
+	require.Equal(t, 0, code)
+
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	ref := rep["reference"].(map[string]any)
+	if _, err := exec.LookPath("redis-benchmark"); err == nil {
+		require.Greater(t, ref["lpush_per_sec"], 0.0, "reference: %v", ref)
+	} else {
+		require.NotEmpty(t, ref["note"])
+	}
+
+	targets := rep["targets"].([]any)
+	names := map[string]bool{}
+	for _, raw := range targets {
+		tr := raw.(map[string]any)
+		name := tr["name"].(string)
+		names[name] = true
+		for _, key := range []string{"publish_single_per_sec", "publish_batch_per_sec", "memory_bytes_per_message"} {
+			require.IsType(t, 0.0, tr[key], "%s %s", name, key)
+		}
+		e2e := tr["end_to_end_per_sec"].(map[string]any)
+		for _, n := range []string{"1", "4", "16"} {
+			require.Greater(t, e2e[n], 0.0, "%s end-to-end at %s subscribers", name, n)
+		}
+		lat := tr["pickup_latency_ms"].(map[string]any)
+		for _, key := range []string{"p50", "p99", "max"} {
+			require.IsType(t, 0.0, lat[key], "%s pickup %s", name, key)
+		}
+		require.Greater(t, lat["n"], 0.0)
+		rec := tr["recovery"].(map[string]any)
+		for _, key := range []string{"lease_ms", "total_ms", "after_lease_ms"} {
+			require.IsType(t, 0.0, rec[key], "%s recovery %s", name, key)
+		}
+		idle := tr["idle_commands"].(map[string]any)
+		require.IsType(t, 0.0, idle["sent_per_sec"], name)
+		require.IsType(t, 0.0, idle["redis_per_sec"], name)
+		if name == "zset" || name == "streams" {
+			late := tr["delay_lateness_ms"].(map[string]any)
+			for _, bound := range []string{"upper", "lower"} {
+				p := late[bound].(map[string]any)
+				require.IsType(t, 0.0, p["p50"], "%s lateness %s", name, bound)
+				require.IsType(t, 0.0, p["p99"], "%s lateness %s", name, bound)
+			}
+		} else {
+			require.Nil(t, tr["delay_lateness_ms"], name)
+			require.NotEmpty(t, tr["delay_note"], name)
+		}
+	}
+	require.Equal(t, map[string]bool{"list": true, "zset": true, "streams": true, "redisstream": true}, names)
+
+	chart, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	require.Contains(t, string(chart), "<svg")
+	require.Contains(t, string(chart), "redisstream")
+}
+
+// TestBenchRefusesMiniredis: with no REDIS_URL and no redis-server, bench says why it will
+// not run instead of measuring the embedded miniredis.
+func TestBenchRefusesMiniredis(t *testing.T) {
+	t.Parallel()
+	noPath := func(string) (string, error) { return "", errors.New("not found") }
+	var out, errOut bytes.Buffer
+	env := Env{Out: &out, Err: &errOut, Getenv: func(string) string { return "" }, LookPath: noPath}
+	require.Equal(t, 1, Main(context.Background(), []string{"bench", "--quick"}, env))
+	require.Contains(t, errOut.String(), "miniredis is not a fair server for benchmarks")
+	require.Empty(t, out.String())
+}
