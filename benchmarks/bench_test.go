@@ -59,6 +59,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			rate, err := benchmarks.MeasureEndToEnd(context.Background(), c, t, cfg, n)
 			require.NoError(b, err)
 			b.ReportMetric(rate, "subs"+strconv.Itoa(n)+"-msg/s")
+			rate, err = benchmarks.MeasureEndToEndConcurrent(context.Background(), c, t, cfg, n)
+			require.NoError(b, err)
+			b.ReportMetric(rate, "subs"+strconv.Itoa(n)+"-concurrent-msg/s")
 		}
 	})
 }

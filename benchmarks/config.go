@@ -35,8 +35,8 @@ type Config struct {
 	BatchMessages int `json:"batch_messages"`
 	// BatchSize is the messages of one batched Publish call. Defaults to 100.
 	BatchSize int `json:"batch_size"`
-	// EndToEndMessages are pre-filled, then consumed, for each subscriber count.
-	// Defaults to 20,000.
+	// EndToEndMessages are pre-filled, then consumed, for each subscriber count; and again
+	// published while the subscribers consume. Defaults to 20,000.
 	EndToEndMessages int `json:"end_to_end_messages"`
 	// EndToEndSubscribers are the subscriber counts, all in one consumer group.
 	// Defaults to 1, 4 and 16.

@@ -15,9 +15,27 @@ import (
 // second from the start of the subscribers to the last Ack call. Subscribers use the
 // library defaults: relq Concurrency 1, Prefetch 10; redisstream one message at a time.
 func MeasureEndToEnd(ctx context.Context, c *redis.Client, t Target, cfg Config, subscribers int) (float64, error) {
+	return endToEnd(ctx, c, t, cfg, subscribers, false)
+}
+
+// MeasureEndToEndConcurrent starts subscribers in one group first (each acking at once in
+// its handler, library defaults as in MeasureEndToEnd), then one producer publishes
+// EndToEndMessages in batches of BatchSize, as fast as it can, while they consume. It
+// returns messages per second from the first Publish call to the last Ack call.
+func MeasureEndToEndConcurrent(ctx context.Context, c *redis.Client, t Target, cfg Config, subscribers int) (float64, error) {
+	return endToEnd(ctx, c, t, cfg, subscribers, true)
+}
+
+// endToEnd is MeasureEndToEnd (concurrent false: pre-filled backlog, clock from the first
+// subscriber start) or MeasureEndToEndConcurrent (clock from the first Publish).
+func endToEnd(ctx context.Context, c *redis.Client, t Target, cfg Config, subscribers int, concurrent bool) (float64, error) {
 	cfg = cfg.WithDefaults()
 	n := cfg.EndToEndMessages
-	in, err := t.open(c, fmt.Sprintf("e2e%d", subscribers))
+	scope := fmt.Sprintf("e2e%d", subscribers)
+	if concurrent {
+		scope = fmt.Sprintf("e2ec%d", subscribers)
+	}
+	in, err := t.open(c, scope)
 	if err != nil {
 		return 0, err
 	}
@@ -30,8 +48,16 @@ func MeasureEndToEnd(ctx context.Context, c *redis.Client, t Target, cfg Config,
 		return 0, err
 	}
 	msgs := messages(n, cfg.PayloadBytes)
-	for i := 0; i < n; i += cfg.BatchSize {
-		if err := pub.Publish(in.topic, msgs[i:min(i+cfg.BatchSize, n)]...); err != nil {
+	publishAll := func() error {
+		for i := 0; i < n; i += cfg.BatchSize {
+			if err := pub.Publish(in.topic, msgs[i:min(i+cfg.BatchSize, n)]...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !concurrent {
+		if err := publishAll(); err != nil {
 			return 0, err
 		}
 	}
@@ -71,14 +97,32 @@ func MeasureEndToEnd(ctx context.Context, c *redis.Client, t Target, cfg Config,
 		wg.Add(1)
 		go handle(ch)
 	}
-	select {
-	case <-done:
-	case <-time.After(2*time.Minute + time.Duration(n)*time.Millisecond):
-		mu.Lock()
-		defer mu.Unlock()
-		return 0, fmt.Errorf("%s end-to-end: %d of %d messages received", t.Name, len(seen), n)
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	var pubErr chan error // stays nil (never ready) for a pre-filled backlog
+	if concurrent {
+		// Let every subscriber reach its first (blocking) read, so the clock measures the
+		// flow, not the start-up.
+		time.Sleep(200 * time.Millisecond)
+		pubErr = make(chan error, 1)
+		start = time.Now()
+		go func() { pubErr <- publishAll() }()
+	}
+	timeout := time.After(2*time.Minute + time.Duration(n)*time.Millisecond)
+	for waiting := true; waiting; {
+		select {
+		case err := <-pubErr:
+			if err != nil {
+				return 0, err
+			}
+			pubErr = nil
+		case <-done:
+			waiting = false
+		case <-timeout:
+			mu.Lock()
+			defer mu.Unlock()
+			return 0, fmt.Errorf("%s end-to-end: %d of %d messages received", t.Name, len(seen), n)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
 	return perSecond(n, last.Sub(start)), in.close(ctx)
 }

@@ -37,6 +37,10 @@ type TargetReport struct {
 	// EndToEndPerSec: messages/s from a pre-filled backlog through handler and ack, by the
 	// number of subscribers ("1", "4", "16").
 	EndToEndPerSec map[string]float64 `json:"end_to_end_per_sec"`
+	// EndToEndConcurrentPerSec: messages/s through handler and ack while one producer
+	// publishes them in batches, from the first Publish to the last Ack, by the number of
+	// subscribers ("1", "4", "16").
+	EndToEndConcurrentPerSec map[string]float64 `json:"end_to_end_concurrent_per_sec"`
 	// PickupLatencyMS: Publish returning to the handler starting, idle subscriber.
 	PickupLatencyMS Percentiles `json:"pickup_latency_ms"`
 	// DelayLatenessMS: handler start minus due time; nil without on-time delay.
@@ -87,7 +91,8 @@ func Run(ctx context.Context, c *redis.Client, server string, cfg Config) (*Repo
 }
 
 func runTarget(ctx context.Context, c *redis.Client, t Target, cfg Config, progress func(string, ...any)) (TargetReport, error) {
-	tr := TargetReport{Name: t.Name, Baseline: t.Baseline(), EndToEndPerSec: map[string]float64{}}
+	tr := TargetReport{Name: t.Name, Baseline: t.Baseline(), EndToEndPerSec: map[string]float64{},
+		EndToEndConcurrentPerSec: map[string]float64{}}
 	var err error
 	progress("%s: publish, %d messages one per call", t.Name, cfg.PublishMessages)
 	if tr.PublishSinglePerSec, err = MeasurePublish(ctx, c, t, cfg, 1); err != nil {
@@ -105,6 +110,14 @@ func runTarget(ctx context.Context, c *redis.Client, t Target, cfg Config, progr
 		}
 		tr.EndToEndPerSec[strconv.Itoa(n)] = rate
 		progress("%s: end-to-end, %d messages, %d subscribers: %.0f/s", t.Name, cfg.EndToEndMessages, n, rate)
+	}
+	for _, n := range cfg.EndToEndSubscribers {
+		rate, err := MeasureEndToEndConcurrent(ctx, c, t, cfg, n)
+		if err != nil {
+			return tr, err
+		}
+		tr.EndToEndConcurrentPerSec[strconv.Itoa(n)] = rate
+		progress("%s: end-to-end while publishing, %d messages, %d subscribers: %.0f/s", t.Name, cfg.EndToEndMessages, n, rate)
 	}
 	if tr.PickupLatencyMS, err = MeasurePickupLatency(ctx, c, t, cfg); err != nil {
 		return tr, err

@@ -50,6 +50,11 @@ func rows(r *Report) []row {
 		rs = append(rs, row{label: fmt.Sprintf("end-to-end, %d subscriber(s)", n), unit: "msg/s",
 			get: func(t *TargetReport) (float64, bool) { v, ok := t.EndToEndPerSec[key]; return v, ok }})
 	}
+	for _, n := range r.Config.EndToEndSubscribers {
+		key := fmt.Sprint(n)
+		rs = append(rs, row{label: fmt.Sprintf("e2e while publishing, %d sub(s)", n), unit: "msg/s",
+			get: func(t *TargetReport) (float64, bool) { v, ok := t.EndToEndConcurrentPerSec[key]; return v, ok }})
+	}
 	return append(rs,
 		row{label: "pickup latency p50", unit: "ms", get: always(func(t *TargetReport) float64 { return t.PickupLatencyMS.P50 })},
 		row{label: "pickup latency p99", unit: "ms", get: always(func(t *TargetReport) float64 { return t.PickupLatencyMS.P99 })},
@@ -140,6 +145,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "end-to-end: backlog of %d pre-filled, subscribers in one group, handler acks at once (relq Concurrency 1, Prefetch 10; redisstream defaults)\n",
 		r.Config.EndToEndMessages)
+	fmt.Fprintf(w, "e2e while publishing: subscribers start idle, then one producer publishes %d in batches of %d; first Publish -> last Ack\n",
+		r.Config.EndToEndMessages, r.Config.BatchSize)
 	fmt.Fprintf(w, "pickup latency: Publish return -> handler start, %d messages at %d/s, one idle subscriber\n",
 		r.Config.LatencyMessages, r.Config.LatencyRate)
 	fmt.Fprintf(w, "delay lateness: handler start - (Publish call + delay), %d messages over %v; lower bound (from the return):",

@@ -21,6 +21,8 @@ const registerTimeout = 5 * time.Second
 // at most the time left of p.Block, the time until the earliest delayed message is due, and
 // the client's read timeout; then register.lua leases the moved id and claims the rest of
 // p.Count from ready. A consumer that dies between the two leaves an orphan for Reclaim.
+// When the BLMOVE times out at the end of p.Block, Claim returns nothing without running
+// claim.lua again: the caller's next Claim starts with it.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
@@ -55,7 +57,13 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 		}
 		id, err := b.blmove(ctx, k, max(wait, time.Millisecond))
 		if errors.Is(err, redis.Nil) {
-			continue // timed out: claim again, which promotes what became due
+			if !time.Now().Before(end) {
+				// Block is over and nothing came: return without another claim.lua, since
+				// the caller's next Claim starts with one (an idle consumer then runs one
+				// script per Block, not two).
+				return nil, nil
+			}
+			continue // timed out early (a due time, maxBlock): claim again, which promotes what became due
 		}
 		if err != nil {
 			return nil, err

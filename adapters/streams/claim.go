@@ -17,7 +17,9 @@ import (
 // without changing any state, so nothing is claimed outside the script. It is bounded by the
 // time left of p.Block and by the context's deadline; when a retry falls due earlier, a Go
 // timer ends the wait at its due time, because Redis ends a blocking command only on its
-// server tick (every 100 ms at the default hz).
+// server tick (every 100 ms at the default hz). When the XREAD times out at the end of
+// p.Block, Claim returns nothing without running claim.lua again: the caller's next Claim
+// starts with it.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
@@ -53,42 +55,53 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 			wait = time.Duration(due) * time.Millisecond
 		}
 		last, _ := res[1].(string)
-		if err := b.await(ctx, k.topic.stream, last, wait, timer); err != nil {
+		woken, err := b.await(ctx, k.topic.stream, last, wait, timer)
+		if err != nil {
 			return nil, err
+		}
+		if !woken && !timer && !time.Now().Before(end) {
+			// Block is over and nothing came: return without another claim.lua, since the
+			// caller's next Claim starts with one (an idle consumer then runs one script
+			// per Block, not two).
+			return nil, nil
 		}
 	}
 }
 
-// await blocks until the stream gets an entry after last, or wait passes. XREAD BLOCK times
-// out on Redis's server tick, late by up to 1/hz; with timer, a Go timer ends the wait on
-// time instead, leaving the XREAD to finish by itself (it only reads, and holds a pooled
-// connection for at most wait plus a tick).
-func (b *Backend) await(ctx context.Context, stream, last string, wait time.Duration, timer bool) error {
-	read := func() error {
+// await blocks until the stream gets an entry after last, or wait passes, and reports
+// whether an entry came. XREAD BLOCK times out on Redis's server tick, late by up to 1/hz;
+// with timer, a Go timer ends the wait on time instead, leaving the XREAD to finish by itself
+// (it only reads, and holds a pooled connection for at most wait plus a tick).
+func (b *Backend) await(ctx context.Context, stream, last string, wait time.Duration, timer bool) (bool, error) {
+	read := func() (bool, error) {
 		err := b.client.XRead(ctx, &redis.XReadArgs{
 			Streams: []string{stream, last},
 			Count:   1,
 			Block:   time.Duration(backendkit.Millis(max(wait, time.Millisecond))) * time.Millisecond,
 		}).Err()
 		if errors.Is(err, redis.Nil) {
-			return nil
+			return false, nil
 		}
-		return err
+		return err == nil, err
 	}
 	if !timer {
 		return read()
 	}
-	done := make(chan error, 1)
-	go func() { done <- read() }()
+	type result struct {
+		woken bool
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() { w, err := read(); done <- result{w, err} }()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.woken, r.err
 	case <-t.C:
-		return nil
+		return false, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 

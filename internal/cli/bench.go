@@ -27,7 +27,7 @@ func newBenchCommand(env Env) *cobra.Command {
 		Long: `bench measures, in one run against one Redis server, relq's list, zset and streams
 backends and watermill-redisstream v1.4.5 (default config), the adapter a Watermill user
 would pick today: publish throughput (1 and 100 messages per call), end-to-end throughput
-from a pre-filled backlog at 1, 4 and 16 subscribers, pickup latency for an idle
+at 1, 4 and 16 subscribers (from a pre-filled backlog, and while a producer publishes), pickup latency for an idle
 subscriber at 500 msg/s, lateness of delayed messages, recovery after a consumer dies
 holding a message, Redis memory per queued message, and the commands an idle subscriber
 costs; and redis-benchmark's LPUSH rate (-P 16) as the physical reference.

@@ -50,8 +50,10 @@ func TestBenchQuickJSONHasEveryFigure(t *testing.T) {
 			require.IsType(t, 0.0, tr[key], "%s %s", name, key)
 		}
 		e2e := tr["end_to_end_per_sec"].(map[string]any)
+		e2eConcurrent := tr["end_to_end_concurrent_per_sec"].(map[string]any)
 		for _, n := range []string{"1", "4", "16"} {
 			require.Greater(t, e2e[n], 0.0, "%s end-to-end at %s subscribers", name, n)
+			require.Greater(t, e2eConcurrent[n], 0.0, "%s end-to-end while publishing at %s subscribers", name, n)
 		}
 		lat := tr["pickup_latency_ms"].(map[string]any)
 		for _, key := range []string{"p50", "p99", "max"} {
