@@ -1,6 +1,9 @@
 package list
 
-import "github.com/relq/relq/internal/keys"
+import (
+	"github.com/google/uuid"
+	"github.com/relq/relq/internal/keys"
+)
 
 // topicKeys are the keys shared by every group of one topic.
 type topicKeys struct {
@@ -110,4 +113,9 @@ func (k groupKeys) statsKeys() []string {
 func (k groupKeys) injectKeys() []string {
 	return []string{k.topic.seq, k.topic.bodies, k.topic.refs, k.topic.groups, k.ready,
 		k.readyAt, k.counters}
+}
+
+// batchKey returns a new idempotency key for one Publish call on topic (see publish.lua).
+func (b *Backend) batchKey(topic string) string {
+	return keys.Join(keys.Tag(b.opts.Prefix, topic), "batch", uuid.NewString())
 }

@@ -18,6 +18,11 @@ func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]strin
 	if len(p.Messages) == 0 {
 		return nil, nil
 	}
+	return b.publish(ctx, p, b.batchKey(p.Topic))
+}
+
+// publish is Publish with the batch's idempotency key given (tests resend a batch with it).
+func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey string) ([]string, error) {
 	msgs := make([]any, 0, 2*len(p.Messages))
 	for _, m := range p.Messages {
 		msgs = append(msgs, backendkit.Millis(m.Delay), pubsub.EncodeEnvelope(m.Envelope))
@@ -30,6 +35,7 @@ func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]strin
 		GroupKeys: func(g string) []string { return b.groupKeys(p.Topic, g).publishKeys() },
 		Messages:  msgs,
 		Count:     len(p.Messages),
+		BatchKey:  batchKey,
 	})
 }
 

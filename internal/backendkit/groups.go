@@ -28,8 +28,8 @@ type Registry struct {
 }
 
 // Fanout is one Publish of a batch through a routing publish.lua, whose KEYS are TopicKeys,
-// then GroupKeys of each group passed, and whose ARGV are pubsub.DefaultGroup, the number of
-// groups passed, their names, then Messages.
+// then GroupKeys of each group passed, then BatchKey, and whose ARGV are pubsub.DefaultGroup,
+// the number of groups passed, their names, then Messages.
 type Fanout struct {
 	Script    *redis.Script
 	Topic     string
@@ -38,6 +38,10 @@ type Fanout struct {
 	// Messages are the messages' ARGV, flattened; Count is how many messages they are.
 	Messages []any
 	Count    int
+	// BatchKey, a key of the topic unique to this Publish call, is passed as the last KEY: the
+	// script records its reply there, so a resend of the same call by the Redis client (after
+	// a lost reply) stores nothing twice and returns the same IDs.
+	BatchKey string
 }
 
 // Publish runs f, retrying with the registry the script returns while the cached groups are
@@ -54,6 +58,7 @@ func (r *Registry) Publish(ctx context.Context, client redis.Scripter, f *Fanout
 			args = append(args, g)
 		}
 		args = append(args, f.Messages...)
+		keys = append(keys, f.BatchKey)
 		res, err := f.Script.Run(ctx, client, keys, args...).Slice()
 		if err != nil {
 			return nil, err

@@ -23,3 +23,18 @@ local function stale_groups(key, default, names)
   table.insert(m, 1, 0)
   return m
 end
+
+-- batch_done returns the reply an earlier run of this very publish left in its batch key, or
+-- nil. The Redis client resends a command whose reply it lost (a connection dropped after
+-- Redis ran it); the resent script then stores nothing a second time and returns the same IDs.
+local function batch_done(batch)
+  local last = redis.call('GET', batch)
+  if last then return {1, tonumber(last)} end
+  return nil
+end
+
+-- batch_remember records a publish's reply under its batch key for a minute, longer than
+-- any client retry.
+local function batch_remember(batch, last)
+  redis.call('SET', batch, last, 'PX', 60000)
+end

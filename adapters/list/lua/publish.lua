@@ -11,12 +11,17 @@
 -- KEYS[3] -> {p:t}:refs       HASH id -> groups still holding the body
 -- KEYS[4] -> {p:t}:groups     SET of registered groups
 -- KEYS[5+4i .. 8+4i] -> group i's ready (LIST), delayed (ZSET), ready_at (ZSET), counters (HASH)
+-- KEYS[#KEYS] -> {p:t}:batch:<uuid>, this publish's idempotency key (STRING, 1 min TTL)
 -- ARGV[1] -> the default group's name
 -- ARGV[2] -> G, the number of groups the caller passes
 -- ARGV[3 .. 2+G] -> the group names, in the order of their KEYS
 -- ARGV[3+G+2j], ARGV[4+G+2j] -> message j: delay in ms (0 = due now), envelope bytes
 -- Returns {1, last} where the IDs are last-N+1 .. last, or {0, registered groups...} when the
 -- caller's group list is stale (nothing written).
+
+local batch = KEYS[#KEYS]
+local done = batch_done(batch)
+if done then return done end
 
 local ng = tonumber(ARGV[2])
 local names = {}
@@ -46,4 +51,5 @@ end
 for g = 0, ng - 1 do
   redis.call('HINCRBY', KEYS[8 + 4 * g], 'published', n)
 end
+batch_remember(batch, last)
 return {1, last}

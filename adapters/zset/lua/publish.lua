@@ -13,6 +13,7 @@
 -- KEYS[4] -> {p:t}:groups       SET of registered groups
 -- KEYS[5] -> {p:t}:priorities   HASH id -> priority, for priorities other than 0
 -- KEYS[6+3i .. 8+3i] -> group i's ready (ZSET), wake (LIST of wake-up tokens), counters (HASH)
+-- KEYS[#KEYS] -> {p:t}:batch:<uuid>, this publish's idempotency key (STRING, 1 min TTL)
 -- ARGV[1] -> the default group's name
 -- ARGV[2] -> G, the number of groups the caller passes
 -- ARGV[3 .. 2+G] -> the group names, in the order of their KEYS
@@ -20,6 +21,10 @@
 --   caller), envelope bytes
 -- Returns {1, last} where the IDs are last-N+1 .. last, or {0, registered groups...} when the
 -- caller's group list is stale (nothing written).
+
+local batch = KEYS[#KEYS]
+local done = batch_done(batch)
+if done then return done end
 
 local ng = tonumber(ARGV[2])
 local names = {}
@@ -48,4 +53,5 @@ for g = 0, ng - 1 do
   wake(KEYS[7 + 3 * g])
   redis.call('HINCRBY', KEYS[8 + 3 * g], 'published', n)
 end
+batch_remember(batch, last)
 return {1, last}
