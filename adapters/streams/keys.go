@@ -1,6 +1,9 @@
 package streams
 
-import "github.com/relq/relq/internal/keys"
+import (
+	"github.com/google/uuid"
+	"github.com/relq/relq/internal/keys"
+)
 
 // topicKeys are the keys shared by every group of one topic.
 type topicKeys struct {
@@ -64,8 +67,8 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 
 // The KEYS lists of the scripts, in the order their headers give.
 
-func (k topicKeys) publishKeys(defaultCounters string) []string {
-	return []string{k.stream, k.published, k.delayed, defaultCounters}
+func (k topicKeys) publishKeys(defaultCounters, batch string) []string {
+	return []string{k.stream, k.published, k.delayed, defaultCounters, batch}
 }
 
 func (k groupKeys) ensureGroupKeys() []string {
@@ -115,4 +118,9 @@ func (k groupKeys) cleanupKeys() []string {
 
 func (k groupKeys) injectKeys() []string {
 	return []string{k.topic.stream, k.topic.published, k.counters}
+}
+
+// batchKey returns a new idempotency key for one Publish call (see publish.lua).
+func (k topicKeys) batchKey() string {
+	return keys.Join(k.base, "batch", uuid.NewString())
 }

@@ -20,6 +20,11 @@ func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]strin
 	if len(p.Messages) == 0 {
 		return nil, nil
 	}
+	return b.publish(ctx, p, b.topicKeys(p.Topic).batchKey())
+}
+
+// publish is Publish with the batch's idempotency key given (tests resend a batch with it).
+func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey string) ([]string, error) {
 	names := b.codec.names()
 	trim, trimArg := "", int64(0)
 	switch {
@@ -39,7 +44,7 @@ func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]strin
 	}
 	tk := b.topicKeys(p.Topic)
 	dk := b.groupKeys(p.Topic, pubsub.DefaultGroup)
-	return publishScript.Run(ctx, b.client, tk.publishKeys(dk.counters), args...).StringSlice()
+	return publishScript.Run(ctx, b.client, tk.publishKeys(dk.counters, batchKey), args...).StringSlice()
 }
 
 // EnsureGroup creates the consumer group on the topic's stream (and the stream), unless it

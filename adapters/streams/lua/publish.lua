@@ -11,6 +11,8 @@
 -- KEYS[2] -> published (STRING) the topic's publish counter
 -- KEYS[3] -> delayed (ZSET id -> due ms) the topic's delayed entries
 -- KEYS[4] -> the default group's counters (HASH)
+-- KEYS[5] -> this Publish call's batch key (STRING, 1 min TTL): its IDs, so that a resend of
+--            the call by the Redis client after a lost reply appends nothing twice
 -- ARGV[1] -> the default group's name
 -- ARGV[2] -> trim strategy: '' (none), 'MAXLEN' or 'MINID'
 -- ARGV[3] -> MAXLEN: the length; MINID: the age in ms of the oldest entry to keep
@@ -20,7 +22,13 @@
 -- Returns the IDs of the entries, in order.
 
 local k = {stream = KEYS[1], published = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
-  group = ARGV[1]}
+  batch = KEYS[5], group = ARGV[1]}
+local done = redis.call('GET', k.batch)
+if done then
+  local ids = {}
+  for id in string.gmatch(done, '[^,]+') do ids[#ids + 1] = id end
+  return ids
+end
 if redis.call('EXISTS', k.stream) == 0 or #redis.call('XINFO', 'GROUPS', k.stream) == 0 then
   create_group(k, '0')
 end
@@ -62,4 +70,5 @@ if ARGV[2] == 'MAXLEN' then
 elseif ARGV[2] == 'MINID' then
   redis.call('XTRIM', k.stream, 'MINID', '~', math.max(0, tonumber(ms) - tonumber(ARGV[3])))
 end
+redis.call('SET', k.batch, table.concat(ids, ','), 'PX', 60000)
 return ids
