@@ -68,10 +68,10 @@ func aclScriptFiles(t *testing.T, backend string) []string {
 
 // aclLuakitLibs are the internal/luakit files each backend's scripts include (see each
 // adapter's scripts.go): common.lua always, the group-state and registry helpers only for the
-// backends that opt in.
+// backends that opt in, and the verbs list and zset share (luakit.GroupScript).
 var aclLuakitLibs = map[string][]string{
-	"list":    {"common.lua", string(luakit.GroupState), string(luakit.Registry)},
-	"zset":    {"common.lua", string(luakit.GroupState), string(luakit.Registry)},
+	"list":    {"common.lua", string(luakit.GroupState), string(luakit.Registry), "groupverbs/extend.lua", "groupverbs/deadletters.lua"},
+	"zset":    {"common.lua", string(luakit.GroupState), string(luakit.Registry), "groupverbs/extend.lua", "groupverbs/deadletters.lua"},
 	"streams": {"common.lua"},
 }
 

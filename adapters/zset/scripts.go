@@ -20,16 +20,17 @@ const wakeTTL = 10 * time.Second
 // Every state change of this backend is one of these scripts. Each is a prelude of constants
 // from Go, then internal/luakit's common.lua, groupstate.lua and registry.lua, then lua/lib.lua
 // (helpers, no keys of their own), then the verb's file, whose header names its KEYS and ARGV.
-// redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT.
+// redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT. extend and deadletters are
+// luakit.GroupScript verbs, shared word for word with list.
 var (
 	publishScript     = script("publish")
 	claimScript       = script("claim")
 	wakeScript        = script("wake")
 	ackScript         = script("ack")
 	nackScript        = script("nack")
-	extendScript      = script("extend")
+	extendScript      = luakit.GroupScript("extend")
 	reclaimScript     = script("reclaim")
-	deadLettersScript = script("deadletters")
+	deadLettersScript = luakit.GroupScript("deadletters")
 	requeueScript     = script("requeue")
 	purgeScript       = script("purge")
 	statsScript       = script("stats")

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed common.lua groupstate.lua registry.lua
+//go:embed common.lua groupstate.lua registry.lua groupverbs/*.lua
 var files embed.FS
 
 // Lib is a helper file of this package that an adapter's scripts include after common.lua.
@@ -45,4 +45,13 @@ func read(fsys fs.FS, name string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// GroupScript is the script of a verb that list and zset share word for word, because it
+// touches only the group keys they lay out alike (leases, holders, attempts, dead,
+// dead_reasons, bodies): common.lua, groupstate.lua, then groupverbs/<name>.lua.
+func GroupScript(name string) *redis.Script {
+	return redis.NewScript(strings.Join([]string{
+		read(files, "common.lua"), read(files, string(GroupState)), read(files, "groupverbs/"+name+".lua"),
+	}, "\n"))
 }

@@ -1,5 +1,6 @@
--- extend.lua: push the lease deadline of held deliveries to now + lease. Fenced: only where the
--- consumer holds that attempt (an expired lease not yet reclaimed is still held).
+-- extend.lua (list and zset): push the lease deadline of held deliveries to now + lease.
+-- Fenced: only where the consumer holds that attempt (an expired lease not yet reclaimed is
+-- still held).
 --
 -- KEYS[1] -> leases (ZSET id -> deadline, ms)
 -- KEYS[2] -> holders (HASH id -> consumer)

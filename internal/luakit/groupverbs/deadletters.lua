@@ -1,4 +1,4 @@
--- deadletters.lua: read one page of a group's dead letters, oldest first. Read-only.
+-- deadletters.lua (list and zset): read one page of a group's dead letters, oldest first. Read-only.
 --
 -- KEYS[1] -> dead (ZSET id -> dead at, ms)
 -- KEYS[2] -> dead_reasons (HASH id -> reason)
