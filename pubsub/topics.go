@@ -1,0 +1,13 @@
+package pubsub
+
+import "context"
+
+// TopicLister is implemented by backends that can find the topics they hold in Redis, for
+// tools that watch every topic (the relq CLI, the Prometheus collector). It is separate from
+// Backend so that an adapter without a cheap way to list topics still satisfies the contract.
+type TopicLister interface {
+	// Topics returns the names of the topics under the backend's prefix that have at least
+	// one registered group, sorted. It scans keys (SCAN, on every primary of a Cluster), so it
+	// is meant for tools, not for a hot path.
+	Topics(ctx context.Context) ([]string, error)
+}
