@@ -15,6 +15,10 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		{UUID: "a", Payload: []byte{}},
 		{UUID: "9f1c", Metadata: map[string]string{"k": "v", "": "empty key", "bin": "\x00\xff"}, Payload: []byte{0, 1, 2, 0xff}},
 		{UUID: string(bytes.Repeat([]byte{'u'}, 300)), Payload: bytes.Repeat([]byte{0}, 1<<16)},
+		{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10", Payload: []byte("canonical: 16 bytes")},
+		{UUID: "0B9E3F4C-51A6-4C1E-9A57-3D2F8E6B7A10", Payload: []byte("upper case: kept as written")},
+		{UUID: "{0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10}", Payload: []byte("braces: kept as written")},
+		{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a1g", Payload: []byte("not hex")},
 	}
 	for _, in := range cases {
 		got, err := pubsub.DecodeEnvelope(pubsub.EncodeEnvelope(in))
@@ -26,6 +30,16 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		}
 		require.True(t, bytes.Equal(in.Payload, got.Payload), "payload changed")
 	}
+}
+
+// A canonical UUID, the kind watermill.NewUUID makes, costs 16 bytes instead of 37.
+func TestEnvelopeStoresACanonicalUUIDAsSixteenBytes(t *testing.T) {
+	payload := []byte("p")
+	canonical := pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10", Payload: payload})
+	upper := pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "0B9E3F4C-51A6-4C1E-9A57-3D2F8E6B7A10", Payload: payload})
+	require.Equal(t, byte(2), canonical[0])
+	require.Equal(t, byte(1), upper[0])
+	require.Equal(t, len(upper)-21, len(canonical))
 }
 
 func TestEnvelopeEncodingIsDeterministic(t *testing.T) {
@@ -42,6 +56,7 @@ func TestDecodeRejectsCorruptInput(t *testing.T) {
 		"trailing bytes":  append(append([]byte{}, good...), 0),
 		"huge length":     {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
 		"json":            []byte(`{"uuid":"x"}`),
+		"short v2 uuid":   {2, 1, 2, 3},
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -55,6 +70,7 @@ func TestDecodeRejectsCorruptInput(t *testing.T) {
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add(pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "u", Metadata: map[string]string{"k": "v"}, Payload: []byte("p")}))
 	f.Add([]byte{1, 0, 0, 0})
+	f.Add(pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10", Payload: []byte("p")}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := pubsub.DecodeEnvelope(data)
