@@ -56,7 +56,7 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 
 	k := e.gk("t", "g")
 	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.Hash(k.holders))
-	require.Empty(t, e.ZMembers(k.readyAt))
+	require.Equal(t, []string{"2", "1"}, e.LRange(k.processing), "processing holds bare ids")
 	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 }
 

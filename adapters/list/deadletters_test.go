@@ -48,7 +48,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"2", "404"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, []string{"2"}, e.LRange(k.ready))
+	require.Equal(t, []string{"2"}, e.readyIDs(k.ready))
 	d := e.Claim("t", "g", "c", 1)
 	require.Equal(t, 1, d[0].Attempt, "attempts reset")
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
@@ -56,7 +56,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{"3", "1"}, e.LRange(k.ready), "oldest dead letter claimed first")
+	require.Equal(t, []string{"3", "1"}, e.readyIDs(k.ready), "oldest dead letter claimed first")
 	require.False(t, e.Exists(k.dead))
 	require.False(t, e.Exists(k.reasons))
 
@@ -68,8 +68,8 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{"bodies", "g:g:counters", "g:other:counters", "g:other:ready", "g:other:ready_at",
-		"groups", "refs", "seq"}, e.Keys("t"))
+	require.Equal(t, []string{"bodies", "g:g:counters", "g:other:counters", "g:other:ready", "groups",
+		"refs", "seq"}, e.Keys("t"))
 	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.topic.refs), "other still holds all three")
 
 	// Purging the last holder deletes the bodies.
@@ -101,7 +101,7 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Len(t, e.LRange(e.gk("t", "g").ready), 5)
+	require.Len(t, e.readyIDs(e.gk("t", "g").ready), 5)
 
 	items = items[:0]
 	for _, d := range e.Claim("t", "g", "c", 5) {
@@ -145,13 +145,12 @@ func TestReadyIDWithoutBodyIsSkippedAndForgotten(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "kept")
-	require.NoError(t, e.C.RPush(e.Ctx, k.ready, "77").Err()) // at the consume end: claimed first
-	require.NoError(t, e.C.ZAdd(e.Ctx, k.readyAt, zmember(1, "77")).Err())
+	require.NoError(t, e.C.RPush(e.Ctx, k.ready, "77@1").Err()) // at the consume end: claimed first
 
 	ds := e.Claim("t", "g", "c", 5)
 	require.Equal(t, []string{"kept"}, adaptertest.Payloads(ds))
 	require.Equal(t, []string{"1"}, e.LRange(k.processing))
-	require.Empty(t, e.ZMembers(k.readyAt))
+	require.Empty(t, e.LRange(k.ready))
 	require.Equal(t, map[string]string{"1": "1"}, e.Hash(k.attempts))
 	require.Equal(t, int64(1), e.Stats("t", "g").Counters.Claimed)
 }

@@ -9,10 +9,10 @@
 //
 //	T:seq                      STRING  delivery ID counter (INCR): monotonic, never reused
 //	T:bodies                   HASH    id -> encoded envelope, stored once for all groups
-//	T:refs                     HASH    id -> groups still holding it; the body goes at 0
+//	T:refs                     HASH    id -> groups still holding it, only while more than one
 //	T:groups                   SET     registered groups
-//	T:g:<group>:ready          LIST    ids ready: published at the left, claimed from the right
-//	T:g:<group>:ready_at       ZSET    id -> ready since (ms), for OldestReadyAge
+//	T:g:<group>:ready          LIST    "id@ms" (ready since ms): published at the left, claimed
+//	                                   from the right
 //	T:g:<group>:delayed        ZSET    id -> due (ms): delayed publishes and nack backoff
 //	T:g:<group>:processing     LIST    ids claimed (pending), newest at the left
 //	T:g:<group>:leases         ZSET    id -> lease deadline (ms)

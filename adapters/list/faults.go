@@ -3,6 +3,7 @@ package list
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -35,9 +36,10 @@ func (f *Faults) InjectOrphan(ctx context.Context, topic, group string) (string,
 		return "", err
 	}
 	k := f.b.groupKeys(topic, group)
-	id, err := f.b.client.LMove(ctx, k.ready, k.processing, "RIGHT", "LEFT").Result()
+	entry, err := f.b.client.LMove(ctx, k.ready, k.processing, "RIGHT", "LEFT").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
+	id, _, _ := strings.Cut(entry, "@") // BLMOVE leaves the ready entry "id@ms" as it is
 	return id, err
 }

@@ -1,6 +1,8 @@
 package list
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -33,3 +35,26 @@ func (e *env) gk(topic, group string) groupKeys { return e.b.groupKeys(topic, gr
 func (e *env) expire(topic, group, id string) { e.ExpireLease(e.gk(topic, group).leases, id) }
 
 func zmember(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// readyIDs returns the ids of the ready entries ("id@ms"), left to right.
+func (e *env) readyIDs(ready string) []string {
+	var ids []string
+	for _, entry := range e.LRange(ready) {
+		id, _, _ := strings.Cut(entry, "@")
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// readySince returns id -> ready-since (ms) of the ready entries.
+func (e *env) readySince(ready string) map[string]int64 {
+	out := map[string]int64{}
+	for _, entry := range e.LRange(ready) {
+		id, ms, ok := strings.Cut(entry, "@")
+		require.True(e.T, ok, "ready entry %q carries its ready-since time", entry)
+		n, err := strconv.ParseInt(ms, 10, 64)
+		require.NoError(e.T, err)
+		out[id] = n
+	}
+	return out
+}

@@ -9,16 +9,15 @@ import (
 type topicKeys struct {
 	seq    string // STRING: the delivery ID counter
 	bodies string // HASH id -> envelope bytes, stored once for all groups
-	refs   string // HASH id -> number of groups still holding the body
+	refs   string // HASH id -> number of groups still holding the body, when more than one
 	groups string // SET of registered groups
 }
 
 // groupKeys are the keys of one group of one topic.
 type groupKeys struct {
-	ready      string // LIST of ids: LPUSH at the back, claimed from the right
+	ready      string // LIST of "id@ms" (ready since ms): LPUSH at the back, claimed from the right
 	processing string // LIST of ids claimed (BLMOVE/LMOVE target), newest on the left
 	delayed    string // ZSET id -> due time (ms)
-	readyAt    string // ZSET id -> ready since (ms), mirrors ready for OldestReadyAge
 	leases     string // ZSET id -> lease deadline (ms)
 	holders    string // HASH id -> consumer holding the lease (absent for orphan leases)
 	attempts   string // HASH id -> deliveries so far
@@ -50,7 +49,6 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 		ready:      g("ready"),
 		processing: g("processing"),
 		delayed:    g("delayed"),
-		readyAt:    g("ready_at"),
 		leases:     g("leases"),
 		holders:    g("holders"),
 		attempts:   g("attempts"),
@@ -65,13 +63,13 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 // The KEYS lists of the scripts, in the order their headers give.
 
 func (k groupKeys) claimKeys() []string {
-	return []string{k.ready, k.processing, k.delayed, k.readyAt, k.leases, k.holders,
-		k.attempts, k.pendingAt, k.counters, k.topic.bodies}
+	return []string{k.ready, k.processing, k.delayed, k.leases, k.holders, k.attempts,
+		k.pendingAt, k.counters, k.topic.bodies}
 }
 
 func (k groupKeys) registerKeys() []string {
-	return []string{k.ready, k.processing, k.readyAt, k.leases, k.holders, k.attempts,
-		k.pendingAt, k.counters, k.topic.bodies}
+	return []string{k.ready, k.processing, k.leases, k.holders, k.attempts, k.pendingAt,
+		k.counters, k.topic.bodies}
 }
 
 func (k groupKeys) ackKeys() []string {
@@ -81,17 +79,17 @@ func (k groupKeys) ackKeys() []string {
 
 // settleKeys serve nack.lua and reclaim.lua.
 func (k groupKeys) settleKeys() []string {
-	return []string{k.ready, k.processing, k.delayed, k.readyAt, k.holders, k.attempts,
-		k.pendingAt, k.leases, k.dead, k.reasons, k.counters}
+	return []string{k.ready, k.processing, k.delayed, k.holders, k.attempts, k.pendingAt,
+		k.leases, k.dead, k.reasons, k.counters}
 }
 
 func (k groupKeys) extendKeys() []string {
 	return []string{k.leases, k.holders, k.attempts}
 }
 
-// publishKeys are the four keys of the group that publish.lua writes.
+// publishKeys are the three keys of the group that publish.lua writes.
 func (k groupKeys) publishKeys() []string {
-	return []string{k.ready, k.delayed, k.readyAt, k.counters}
+	return []string{k.ready, k.delayed, k.counters}
 }
 
 func (k groupKeys) deadLettersKeys() []string {
@@ -99,7 +97,7 @@ func (k groupKeys) deadLettersKeys() []string {
 }
 
 func (k groupKeys) requeueKeys() []string {
-	return []string{k.ready, k.readyAt, k.dead, k.reasons, k.attempts, k.topic.bodies}
+	return []string{k.ready, k.dead, k.reasons, k.attempts, k.topic.bodies}
 }
 
 func (k groupKeys) purgeKeys() []string {
@@ -107,12 +105,11 @@ func (k groupKeys) purgeKeys() []string {
 }
 
 func (k groupKeys) statsKeys() []string {
-	return []string{k.ready, k.delayed, k.processing, k.dead, k.pendingAt, k.readyAt, k.counters}
+	return []string{k.ready, k.delayed, k.processing, k.dead, k.pendingAt, k.counters}
 }
 
 func (k groupKeys) injectKeys() []string {
-	return []string{k.topic.seq, k.topic.bodies, k.topic.refs, k.topic.groups, k.ready,
-		k.readyAt, k.counters}
+	return []string{k.topic.seq, k.topic.bodies, k.topic.groups, k.ready, k.counters}
 }
 
 // batchKey returns a new idempotency key for one Publish call on topic (see publish.lua).

@@ -20,13 +20,14 @@ func TestOrphanInProcessingGetsALeaseAndIsReclaimedWhenItExpires(t *testing.T) {
 	id, err := f.InjectOrphan(e.Ctx, "t", "g")
 	require.NoError(t, err)
 	require.Equal(t, "1", id)
-	require.Equal(t, []string{id}, e.LRange(k.processing))
+	require.Len(t, e.LRange(k.processing), 1)
+	require.Regexp(t, `^1@\d+$`, e.LRange(k.processing)[0], "BLMOVE leaves the ready entry as it was")
 	require.False(t, e.Exists(k.leases))
 
 	require.Equal(t, pubsub.ReclaimResult{Orphans: 1}, e.Reclaim("t", "g", 0))
+	require.Equal(t, []string{id}, e.LRange(k.processing), "the orphan's entry becomes its bare id")
 	require.Equal(t, []string{id}, e.ZMembers(k.leases))
 	require.Empty(t, e.Hash(k.holders), "an orphan lease has no holder")
-	require.Empty(t, e.ZMembers(k.readyAt))
 	require.Equal(t, int64(1), e.Stats("t", "g").Pending)
 	require.Equal(t, pubsub.ReclaimResult{}, e.Reclaim("t", "g", 0), "found once")
 
@@ -35,7 +36,7 @@ func TestOrphanInProcessingGetsALeaseAndIsReclaimedWhenItExpires(t *testing.T) {
 
 	e.expire("t", "g", id)
 	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 1), "attempt 0 is below any limit")
-	require.Equal(t, []string{id}, e.LRange(k.ready))
+	require.Equal(t, []string{id}, e.readyIDs(k.ready))
 	require.False(t, e.Exists(k.processing))
 
 	d := e.Claim("t", "g", "c", 1)
@@ -120,6 +121,6 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 	res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Minute, Count: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Reclaimed)
-	require.Equal(t, []string{"2", "1"}, e.LRange(e.gk("t", "g").ready), "earliest deadline at the consume end")
+	require.Equal(t, []string{"2", "1"}, e.readyIDs(e.gk("t", "g").ready), "earliest deadline at the consume end")
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Reclaimed)
 }

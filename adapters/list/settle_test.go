@@ -19,7 +19,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 
 	e.expire("t", "g", old.ID)
 	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
-	require.Equal(t, []string{old.ID}, e.LRange(k.ready))
+	require.Equal(t, []string{old.ID}, e.readyIDs(k.ready))
 	require.Empty(t, e.Hash(k.holders))
 	require.Equal(t, pubsub.ReclaimResult{}, e.Reclaim("t", "g", 0), "reclaim is idempotent")
 
@@ -40,7 +40,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	require.Equal(t, map[string]string{cur.ID: "c2"}, e.Hash(k.holders))
 	require.Equal(t, map[string]string{cur.ID: "2"}, e.Hash(k.attempts))
 	require.Equal(t, deadline, e.ZScore(k.leases, cur.ID))
-	require.Empty(t, e.LRange(k.ready))
+	require.Empty(t, e.readyIDs(k.ready))
 
 	lost, err = e.b.Extend(e.Ctx, &pubsub.ExtendParams{Topic: "t", Group: "g", Consumer: "c2", Items: adaptertest.Held(cur), Lease: time.Hour})
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func TestNackRetriesAtTheConsumeEndAndReleaseKeepsTheAttempt(t *testing.T) {
 
 	d := e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt}))
-	require.Equal(t, []string{"2", "1"}, e.LRange(k.ready), "retried message is next")
+	require.Equal(t, []string{"2", "1"}, e.readyIDs(k.ready), "retried message is next")
 	require.Empty(t, e.LRange(k.processing))
 	require.Empty(t, e.ZMembers(k.leases))
 
@@ -93,15 +93,15 @@ func TestDelayedMessagesArePromotedWhenDue(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	id := e.PublishDelayed("t", time.Hour, "later")[0]
-	require.Empty(t, e.LRange(k.ready))
+	require.Empty(t, e.readyIDs(k.ready))
 	require.Equal(t, []string{id}, e.ZMembers(k.delayed))
 	require.Empty(t, e.Claim("t", "g", "c", 1))
 
 	require.NoError(t, e.C.ZAdd(e.Ctx, k.delayed, zmember(1, id)).Err()) // due long ago
 	require.Equal(t, pubsub.ReclaimResult{Promoted: 1}, e.Reclaim("t", "g", 0))
-	require.Equal(t, []string{id}, e.LRange(k.ready))
+	require.Equal(t, []string{id}, e.readyIDs(k.ready))
 	require.False(t, e.Exists(k.delayed))
-	require.Equal(t, 1.0, e.ZScore(k.readyAt, id), "ready since its due time")
+	require.Equal(t, map[string]int64{id: 1}, e.readySince(k.ready), "ready since its due time")
 
 	// Claim promotes by itself, and a blocking claim wakes up when the next one is due.
 	soon := e.PublishDelayed("t", 50*time.Millisecond, "soon")[0]

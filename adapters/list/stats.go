@@ -7,17 +7,20 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
+// readyAgeWindow is how many entries at each end of ready Stats reads for OldestReadyAge.
+const readyAgeWindow = 100
+
 // Stats reads the group's state in one read-only script, so the numbers are one snapshot and
-// the ages are measured on the Redis clock. OldestReadyAge comes from the ready_at ZSET, which
-// mirrors the ready list with the time each id became ready (published, promoted, retried,
-// reclaimed or requeued); OldestPendingAge from pending_at, the time each pending id was claimed
-// (or, for an orphan, first seen by Reclaim).
+// the ages are measured on the Redis clock. OldestReadyAge comes from the ready-since time each
+// ready entry carries ("id@ms"), looked at among the readyAgeWindow entries at each end of the
+// ready list (see stats.lua for when that is exact); OldestPendingAge from pending_at, the time
+// each pending id was claimed (or, for an orphan, first seen by Reclaim).
 func (b *Backend) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stats, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return pubsub.Stats{}, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	res, err := statsScript.Run(ctx, b.client, k.statsKeys()).Slice()
+	res, err := statsScript.Run(ctx, b.client, k.statsKeys(), readyAgeWindow).Slice()
 	if err != nil {
 		return pubsub.Stats{}, err
 	}

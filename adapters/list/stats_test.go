@@ -1,6 +1,7 @@
 package list
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	// Age the oldest pending and ready entries by a known amount, on the Redis clock.
 	now := e.ZScore(k.pendingAt, d[0].ID)
 	require.NoError(t, e.C.ZAdd(e.Ctx, k.pendingAt, zmember(now-60_000, d[0].ID)).Err())
-	require.NoError(t, e.C.ZAdd(e.Ctx, k.readyAt, zmember(now-120_000, "3")).Err())
+	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("3@%.0f", now-120_000)).Err())
 	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
 	s := e.Stats("t", "g")
@@ -32,4 +33,34 @@ func TestStatsCountsAndAges(t *testing.T) {
 	require.InDelta(t, 60*time.Second, s.OldestPendingAge, float64(5*time.Second))
 	require.InDelta(t, 120*time.Second, s.OldestReadyAge, float64(5*time.Second))
 	require.Equal(t, pubsub.Counters{Published: 4, Claimed: 2, Nacked: 1, DeadLettered: 1}, s.Counters)
+}
+
+// The oldest ready entry need not be the next one in line: an immediate retry goes to the
+// consume end, ready since now, and a promoted delayed message joins the back, ready since its
+// due time. OldestReadyAge looks at both ends.
+func TestOldestReadyAgeLooksPastRetriesAndAtTheBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	e.Publish("t", "a", "b")
+	since := e.readySince(k.ready)
+	// "b" has waited two minutes behind "a".
+	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("2@%d", since["2"]-120_000)).Err())
+	d := e.Claim("t", "g", "c", 1)
+	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[0].ID, Attempt: 1})
+	require.Equal(t, []string{"2", "1"}, e.readyIDs(k.ready), "the retry is next in line")
+	require.InDelta(t, 120*time.Second, e.Stats("t", "g").OldestReadyAge, float64(5*time.Second))
+
+	// A message due an hour ago, promoted behind 150 fresh ones, is the oldest.
+	fresh := make([]string, 150)
+	for i := range fresh {
+		fresh[i] = "f"
+	}
+	e.Publish("t", fresh...)
+	late := e.PublishDelayed("t", time.Hour, "late")[0]
+	require.NoError(t, e.C.ZAdd(e.Ctx, k.delayed, zmember(float64(since["2"]-3_600_000), late)).Err())
+	require.Equal(t, pubsub.ReclaimResult{Promoted: 1}, e.Reclaim("t", "g", 0))
+	require.Equal(t, late, e.readyIDs(k.ready)[0], "promoted at the back")
+	require.InDelta(t, time.Hour, e.Stats("t", "g").OldestReadyAge, float64(5*time.Second))
 }

@@ -79,6 +79,5 @@ func TestDueCheckUsesTheRedisClock(t *testing.T) {
 func (e *env) seed(k groupKeys, id string, score float64, payload string) {
 	e.T.Helper()
 	require.NoError(e.T, e.C.HSet(e.Ctx, k.topic.bodies, id, pubsub.EncodeEnvelope(adaptertest.Envelope(payload))).Err())
-	require.NoError(e.T, e.C.HSet(e.Ctx, k.topic.refs, id, 1).Err())
 	require.NoError(e.T, e.C.ZAdd(e.Ctx, k.ready, zmember(score, mem(id))).Err())
 }

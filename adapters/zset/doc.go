@@ -9,7 +9,7 @@
 //
 //	T:seq                       STRING  delivery ID counter (INCRBY): monotonic, never reused
 //	T:bodies                    HASH    id -> encoded envelope, stored once for all groups
-//	T:refs                      HASH    id -> groups still holding it; the body goes at 0
+//	T:refs                      HASH    id -> groups still holding it, only while more than one
 //	T:priorities                HASH    id -> priority, for messages whose priority is not 0
 //	T:groups                    SET     registered groups
 //	T:g:<group>:ready           ZSET    "<rank>:<id>" -> due time (ms): due and delayed alike

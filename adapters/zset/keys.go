@@ -9,7 +9,7 @@ import (
 type topicKeys struct {
 	seq        string // STRING: the delivery ID counter
 	bodies     string // HASH id -> envelope bytes, stored once for all groups
-	refs       string // HASH id -> number of groups still holding the body
+	refs       string // HASH id -> number of groups still holding the body, when more than one
 	groups     string // SET of registered groups
 	priorities string // HASH id -> priority, for messages whose priority is not 0
 }
@@ -110,8 +110,7 @@ func (k groupKeys) statsKeys() []string {
 }
 
 func (k groupKeys) injectKeys() []string {
-	return []string{k.topic.seq, k.topic.bodies, k.topic.refs, k.topic.groups, k.ready,
-		k.counters, k.wake}
+	return []string{k.topic.seq, k.topic.bodies, k.topic.groups, k.ready, k.counters, k.wake}
 }
 
 // batchKey returns a new idempotency key for one Publish call on topic (see publish.lua).

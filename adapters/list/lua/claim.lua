@@ -1,11 +1,11 @@
 -- claim.lua: promote due delayed messages of a group, then claim up to N ready ones.
 --
--- KEYS[1]  -> ready (LIST)        KEYS[6]  -> holders (HASH id -> consumer)
--- KEYS[2]  -> processing (LIST)   KEYS[7]  -> attempts (HASH id -> attempt)
--- KEYS[3]  -> delayed (ZSET)      KEYS[8]  -> pending_at (ZSET id -> pending since, ms)
--- KEYS[4]  -> ready_at (ZSET)     KEYS[9]  -> counters (HASH)
--- KEYS[5]  -> leases (ZSET id -> deadline, ms)
--- KEYS[10] -> {p:t}:bodies (HASH id -> envelope bytes)
+-- KEYS[1] -> ready (LIST of "id@ms")   KEYS[6] -> attempts (HASH id -> attempt)
+-- KEYS[2] -> processing (LIST of ids)   KEYS[7] -> pending_at (ZSET id -> pending since, ms)
+-- KEYS[3] -> delayed (ZSET)             KEYS[8] -> counters (HASH)
+-- KEYS[4] -> leases (ZSET id -> deadline, ms)
+-- KEYS[5] -> holders (HASH id -> consumer)
+-- KEYS[9] -> {p:t}:bodies (HASH id -> envelope bytes)
 -- ARGV[1] -> consumer
 -- ARGV[2] -> N, the most messages to claim
 -- ARGV[3] -> lease in ms
@@ -14,9 +14,8 @@
 -- the ms until the earliest delayed message is due (0 if one is due now), so a blocking claim
 -- wakes up in time to promote it.
 
-local k = {ready = KEYS[1], processing = KEYS[2], delayed = KEYS[3], readyat = KEYS[4],
-  leases = KEYS[5], holders = KEYS[6], attempts = KEYS[7], pending = KEYS[8],
-  counters = KEYS[9], bodies = KEYS[10]}
+local k = {ready = KEYS[1], processing = KEYS[2], delayed = KEYS[3], leases = KEYS[4],
+  holders = KEYS[5], attempts = KEYS[6], pending = KEYS[7], counters = KEYS[8], bodies = KEYS[9]}
 local now = now_ms()
 promote(k, now, tonumber(ARGV[4]))
 local out = {-1}

@@ -3,12 +3,20 @@
 -- (stale_groups). It declares no keys: every helper takes key names that the calling script
 -- received in KEYS, gathered in a table k (k.ready, k.processing, ...).
 
--- unref drops one group's reference to a body and deletes the body with the last one.
-local function unref(k, id)
-  if redis.call('HINCRBY', k.refs, id, -1) <= 0 then
-    redis.call('HDEL', k.refs, id)
-    redis.call('HDEL', k.bodies, id)
-  end
+-- A ready entry is "id@ms": the delivery ID and when it became ready (ms, Redis clock), so the
+-- oldest ready age needs no per-message index. processing holds bare ids: a claim strips the
+-- time in place (LSET) right after moving the entry.
+
+-- entry makes the ready entry of id, ready since ms.
+local function entry(id, ms)
+  return id .. '@' .. string.format('%d', ms)
+end
+
+-- split returns the id of a ready entry and its ready-since time (nil for a bare id).
+local function split(e)
+  local at = string.find(e, '@', 1, true)
+  if not at then return e, nil end
+  return string.sub(e, 1, at - 1), tonumber(string.sub(e, at + 1))
 end
 
 -- unlease removes the lease, holder and pending-since of id (not its attempt count).
@@ -20,8 +28,7 @@ end
 
 -- make_ready puts id back at the consume end of ready, ready since now.
 local function make_ready(k, id, now)
-  redis.call('RPUSH', k.ready, id)
-  redis.call('ZADD', k.readyat, now, id)
+  redis.call('RPUSH', k.ready, entry(id, now))
 end
 
 -- lease registers a claim of id (already in processing) for consumer and returns its attempt.
@@ -31,7 +38,6 @@ local function lease(k, id, consumer, now, deadline)
   redis.call('ZADD', k.leases, deadline, id)
   redis.call('HSET', k.holders, id, consumer)
   redis.call('ZADD', k.pending, 'NX', now, id)
-  redis.call('ZREM', k.readyat, id)
   return attempt
 end
 
@@ -39,7 +45,6 @@ end
 -- there is nothing to deliver.
 local function forget(k, id)
   redis.call('LREM', k.processing, 1, id)
-  redis.call('ZREM', k.readyat, id)
   redis.call('HDEL', k.attempts, id)
   unlease(k, id)
 end
@@ -50,8 +55,10 @@ local function take(k, consumer, n, now, deadline, out)
   local got, tries = 0, 0
   while got < n and tries < n + 100 do
     tries = tries + 1
-    local id = redis.call('LMOVE', k.ready, k.processing, 'RIGHT', 'LEFT')
-    if not id then break end
+    local e = redis.call('LMOVE', k.ready, k.processing, 'RIGHT', 'LEFT')
+    if not e then break end
+    local id = split(e)
+    if id ~= e then redis.call('LSET', k.processing, 0, id) end
     local body = redis.call('HGET', k.bodies, id)
     if body then
       out[#out + 1] = id
@@ -70,8 +77,7 @@ local function promote(k, now, limit)
   local due = redis.call('ZRANGEBYSCORE', k.delayed, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
   for i = 1, #due, 2 do
     redis.call('ZREM', k.delayed, due[i])
-    redis.call('LPUSH', k.ready, due[i])
-    redis.call('ZADD', k.readyat, due[i + 1], due[i])
+    redis.call('LPUSH', k.ready, entry(due[i], tonumber(due[i + 1])))
   end
   return #due / 2
 end

@@ -8,9 +8,10 @@
 --
 -- KEYS[1] -> {p:t}:seq        delivery ID counter (INCRBY)
 -- KEYS[2] -> {p:t}:bodies     HASH id -> envelope bytes
--- KEYS[3] -> {p:t}:refs       HASH id -> groups still holding the body
+-- KEYS[3] -> {p:t}:refs       HASH id -> groups still holding the body, written only when
+--                             there is more than one (a missing count means one)
 -- KEYS[4] -> {p:t}:groups     SET of registered groups
--- KEYS[5+4i .. 8+4i] -> group i's ready (LIST), delayed (ZSET), ready_at (ZSET), counters (HASH)
+-- KEYS[5+3i .. 7+3i] -> group i's ready (LIST of "id@ms"), delayed (ZSET), counters (HASH)
 -- KEYS[#KEYS] -> {p:t}:batch:<uuid>, this publish's idempotency key (STRING, 1 min TTL)
 -- ARGV[1] -> the default group's name
 -- ARGV[2] -> G, the number of groups the caller passes
@@ -33,23 +34,31 @@ local base = 3 + ng
 local n = (#ARGV - base + 1) / 2
 local last = redis.call('INCRBY', KEYS[1], n)
 local now = now_ms()
+-- Gathered first, then written with one command per key (per slice of a large batch).
+local bodies, refs, ready, delayed = {}, {}, {}, {}
 for j = 0, n - 1 do
   local id = string.format('%d', last - n + 1 + j)
   local delay = tonumber(ARGV[base + 2 * j])
-  redis.call('HSET', KEYS[2], id, ARGV[base + 2 * j + 1])
-  redis.call('HSET', KEYS[3], id, ng)
-  for g = 0, ng - 1 do
-    local kb = 5 + 4 * g
-    if delay > 0 then
-      redis.call('ZADD', KEYS[kb + 1], now + delay, id)
-    else
-      redis.call('LPUSH', KEYS[kb], id)
-      redis.call('ZADD', KEYS[kb + 2], now, id)
-    end
+  bodies[#bodies + 1] = id
+  bodies[#bodies + 1] = ARGV[base + 2 * j + 1]
+  if ng > 1 then
+    refs[#refs + 1] = id
+    refs[#refs + 1] = ng
+  end
+  if delay > 0 then
+    delayed[#delayed + 1] = now + delay
+    delayed[#delayed + 1] = id
+  else
+    ready[#ready + 1] = entry(id, now)
   end
 end
+call_chunked('HSET', KEYS[2], bodies, 2)
+if #refs > 0 then call_chunked('HSET', KEYS[3], refs, 2) end
 for g = 0, ng - 1 do
-  redis.call('HINCRBY', KEYS[8 + 4 * g], 'published', n)
+  local kb = 5 + 3 * g
+  if #ready > 0 then call_chunked('LPUSH', KEYS[kb], ready, 1) end
+  if #delayed > 0 then call_chunked('ZADD', KEYS[kb + 1], delayed, 2) end
+  redis.call('HINCRBY', KEYS[kb + 2], 'published', n)
 end
 batch_remember(batch, last)
 return {1, last}

@@ -6,18 +6,18 @@
 -- Orphans are looked for among the N oldest entries of processing (its right end): an orphan
 -- drifts there as older entries are acked or reclaimed, so every orphan is found eventually.
 --
--- KEYS[1] -> ready (LIST)        KEYS[5] -> holders (HASH)      KEYS[9]  -> dead (ZSET)
--- KEYS[2] -> processing (LIST)   KEYS[6] -> attempts (HASH)     KEYS[10] -> dead_reasons (HASH)
--- KEYS[3] -> delayed (ZSET)      KEYS[7] -> pending_at (ZSET)   KEYS[11] -> counters (HASH)
--- KEYS[4] -> ready_at (ZSET)     KEYS[8] -> leases (ZSET)
+-- KEYS[1] -> ready (LIST)        KEYS[4] -> holders (HASH)      KEYS[8]  -> dead (ZSET)
+-- KEYS[2] -> processing (LIST)   KEYS[5] -> attempts (HASH)     KEYS[9]  -> dead_reasons (HASH)
+-- KEYS[3] -> delayed (ZSET)      KEYS[6] -> pending_at (ZSET)   KEYS[10] -> counters (HASH)
+--                                KEYS[7] -> leases (ZSET)
 -- ARGV[1] -> max deliveries (0: no limit)
 -- ARGV[2] -> orphan lease in ms
 -- ARGV[3] -> N, the most ids handled by each of the three steps
 -- Returns {reclaimed, dead_lettered, orphans, promoted}.
 
-local k = {ready = KEYS[1], processing = KEYS[2], delayed = KEYS[3], readyat = KEYS[4],
-  holders = KEYS[5], attempts = KEYS[6], pending = KEYS[7], leases = KEYS[8],
-  dead = KEYS[9], reasons = KEYS[10], counters = KEYS[11]}
+local k = {ready = KEYS[1], processing = KEYS[2], delayed = KEYS[3], holders = KEYS[4],
+  attempts = KEYS[5], pending = KEYS[6], leases = KEYS[7], dead = KEYS[8], reasons = KEYS[9],
+  counters = KEYS[10]}
 local max, orphanLease, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local reclaimed, buried, orphans = 0, 0, 0
@@ -41,12 +41,14 @@ end
 
 local promoted = promote(k, now, n)
 
+-- An orphan is still the "id@ms" entry BLMOVE moved: it becomes the bare id in place.
 local oldest = redis.call('LRANGE', k.processing, -n, -1)
-for _, id in ipairs(oldest) do
+for j, e in ipairs(oldest) do
+  local id = split(e)
+  if id ~= e then redis.call('LSET', k.processing, j - 1 - #oldest, id) end
   if not redis.call('ZSCORE', k.leases, id) then
     redis.call('ZADD', k.leases, now + orphanLease, id)
     redis.call('ZADD', k.pending, now, id)
-    redis.call('ZREM', k.readyat, id)
     orphans = orphans + 1
   end
 end

@@ -5,24 +5,30 @@
 -- holder, or has left processing (an orphan lease expired and it went back to ready), it is
 -- someone else's now and is not returned.
 --
--- KEYS[1] -> ready (LIST)        KEYS[5] -> holders (HASH)      KEYS[8] -> counters (HASH)
--- KEYS[2] -> processing (LIST)   KEYS[6] -> attempts (HASH)     KEYS[9] -> {p:t}:bodies (HASH)
--- KEYS[3] -> ready_at (ZSET)     KEYS[7] -> pending_at (ZSET)
--- KEYS[4] -> leases (ZSET)
+-- BLMOVE moved a ready entry "id@ms"; it is replaced in place by the bare id. If reclaim already
+-- did that (giving an orphan lease), the bare id is looked for instead.
+--
+-- KEYS[1] -> ready (LIST)        KEYS[4] -> holders (HASH)      KEYS[7] -> counters (HASH)
+-- KEYS[2] -> processing (LIST)   KEYS[5] -> attempts (HASH)     KEYS[8] -> {p:t}:bodies (HASH)
+-- KEYS[3] -> leases (ZSET)       KEYS[6] -> pending_at (ZSET)
 -- ARGV[1] -> consumer
 -- ARGV[2] -> N, the most messages to return, the BLMOVEd one included
 -- ARGV[3] -> lease in ms
--- ARGV[4] -> the id BLMOVE returned
+-- ARGV[4] -> the entry BLMOVE returned
 -- Returns {-1, id1, attempt1, body1, ...}, like claim.lua.
 
-local k = {ready = KEYS[1], processing = KEYS[2], readyat = KEYS[3], leases = KEYS[4],
-  holders = KEYS[5], attempts = KEYS[6], pending = KEYS[7], counters = KEYS[8], bodies = KEYS[9]}
-local consumer, id = ARGV[1], ARGV[4]
+local k = {ready = KEYS[1], processing = KEYS[2], leases = KEYS[3], holders = KEYS[4],
+  attempts = KEYS[5], pending = KEYS[6], counters = KEYS[7], bodies = KEYS[8]}
+local consumer, moved = ARGV[1], ARGV[4]
+local id = split(moved)
+local at = redis.call('LPOS', k.processing, moved)
+if at and id ~= moved then redis.call('LSET', k.processing, at, id) end
+if not at and id ~= moved then at = redis.call('LPOS', k.processing, id) end
 local now = now_ms()
 local deadline = now + tonumber(ARGV[3])
 local out = {-1}
 local got = 0
-if redis.call('LPOS', k.processing, id) and not redis.call('HGET', k.holders, id) then
+if at and not redis.call('HGET', k.holders, id) then
   local body = redis.call('HGET', k.bodies, id)
   if body then
     out[2], out[3], out[4] = id, lease(k, id, consumer, now, deadline), body

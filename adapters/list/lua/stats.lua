@@ -1,17 +1,41 @@
 -- stats.lua: read a group's state in one consistent snapshot, ages on the Redis clock. Read-only.
 --
--- KEYS[1] -> ready (LIST)         KEYS[5] -> pending_at (ZSET id -> pending since, ms)
--- KEYS[2] -> delayed (ZSET)       KEYS[6] -> ready_at (ZSET id -> ready since, ms)
--- KEYS[3] -> processing (LIST)    KEYS[7] -> counters (HASH)
--- KEYS[4] -> dead (ZSET)
+-- The oldest ready age is the oldest ready-since among the ARGV[1] entries at each end of
+-- ready. Everything in between was pushed at the back in time order (publish, requeue) or is a
+-- promoted delayed message ready since its due time; immediate retries and reclaims go to the
+-- consume end. So the figure is exact unless more than ARGV[1] of those sit at the consume end,
+-- or a promoted message is more than ARGV[1] from the back; then it is a lower bound.
+--
+-- KEYS[1] -> ready (LIST of "id@ms")   KEYS[4] -> dead (ZSET)
+-- KEYS[2] -> delayed (ZSET)            KEYS[5] -> pending_at (ZSET id -> pending since, ms)
+-- KEYS[3] -> processing (LIST)         KEYS[6] -> counters (HASH)
+-- ARGV[1] -> entries looked at at each end of ready
 -- Returns {ready, delayed, pending, dead, oldest pending age ms, oldest ready age ms, counters}
 -- with ages -1 when there is none and counters as HGETALL's flat list.
 
 local now = now_ms()
-local function age(key)
-  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local window = tonumber(ARGV[1])
+
+local function pending_age()
+  local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
   if not first[2] then return -1 end
   return math.max(0, now - tonumber(first[2]))
 end
-return {redis.call('LLEN', KEYS[1]), redis.call('ZCARD', KEYS[2]), redis.call('LLEN', KEYS[3]),
-  redis.call('ZCARD', KEYS[4]), age(KEYS[5]), age(KEYS[6]), redis.call('HGETALL', KEYS[7])}
+
+local function ready_age(n)
+  local oldest
+  local function scan(from, to)
+    for _, e in ipairs(redis.call('LRANGE', KEYS[1], from, to)) do
+      local _, ms = split(e)
+      if ms and (not oldest or ms < oldest) then oldest = ms end
+    end
+  end
+  scan(-window, -1)
+  if n > window then scan(0, math.min(window, n - window) - 1) end
+  if not oldest then return -1 end
+  return math.max(0, now - oldest)
+end
+
+local ready = redis.call('LLEN', KEYS[1])
+return {ready, redis.call('ZCARD', KEYS[2]), redis.call('LLEN', KEYS[3]),
+  redis.call('ZCARD', KEYS[4]), pending_age(), ready_age(ready), redis.call('HGETALL', KEYS[6])}

@@ -47,16 +47,6 @@ local function wake(key)
   end
 end
 
--- unref drops one group's reference to a body and deletes the body (and the message's
--- priority) with the last one.
-local function unref(k, id)
-  if redis.call('HINCRBY', k.refs, id, -1) <= 0 then
-    redis.call('HDEL', k.refs, id)
-    redis.call('HDEL', k.bodies, id)
-    redis.call('HDEL', k.prio, id)
-  end
-end
-
 -- unlease removes the lease, holder, pending-since and claimed due time of id (not its attempts).
 local function unlease(k, id)
   redis.call('ZREM', k.leases, id)

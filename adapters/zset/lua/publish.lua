@@ -9,7 +9,8 @@
 --
 -- KEYS[1] -> {p:t}:seq          delivery ID counter (INCRBY)
 -- KEYS[2] -> {p:t}:bodies       HASH id -> envelope bytes
--- KEYS[3] -> {p:t}:refs         HASH id -> groups still holding the body
+-- KEYS[3] -> {p:t}:refs         HASH id -> groups still holding the body, written only when
+--                               there is more than one (a missing count means one)
 -- KEYS[4] -> {p:t}:groups       SET of registered groups
 -- KEYS[5] -> {p:t}:priorities   HASH id -> priority, for priorities other than 0
 -- KEYS[6+3i .. 8+3i] -> group i's ready (ZSET), wake (LIST of wake-up tokens), counters (HASH)
@@ -36,20 +37,30 @@ local base = 3 + ng
 local n = (#ARGV - base + 1) / 3
 local last = redis.call('INCRBY', KEYS[1], n)
 local now = now_ms()
+-- Gathered first, then written with one command per key (per slice of a large batch).
+local bodies, refs, prios, ready = {}, {}, {}, {}
 for j = 0, n - 1 do
   local id = string.format('%d', last - n + 1 + j)
   local a = base + 3 * j
-  local score = now + tonumber(ARGV[a])
   local p = tonumber(ARGV[a + 1])
-  redis.call('HSET', KEYS[2], id, ARGV[a + 2])
-  redis.call('HSET', KEYS[3], id, ng)
-  if p ~= 0 then redis.call('HSET', KEYS[5], id, p) end
-  local m = member(id, p)
-  for g = 0, ng - 1 do
-    redis.call('ZADD', KEYS[6 + 3 * g], score, m)
+  bodies[#bodies + 1] = id
+  bodies[#bodies + 1] = ARGV[a + 2]
+  if ng > 1 then
+    refs[#refs + 1] = id
+    refs[#refs + 1] = ng
   end
+  if p ~= 0 then
+    prios[#prios + 1] = id
+    prios[#prios + 1] = p
+  end
+  ready[#ready + 1] = now + tonumber(ARGV[a])
+  ready[#ready + 1] = member(id, p)
 end
+call_chunked('HSET', KEYS[2], bodies, 2)
+if #refs > 0 then call_chunked('HSET', KEYS[3], refs, 2) end
+if #prios > 0 then call_chunked('HSET', KEYS[5], prios, 2) end
 for g = 0, ng - 1 do
+  call_chunked('ZADD', KEYS[6 + 3 * g], ready, 2)
   wake(KEYS[7 + 3 * g])
   redis.call('HINCRBY', KEYS[8 + 3 * g], 'published', n)
 end
