@@ -27,6 +27,7 @@ const (
 	MetadataDelayMs     = "_relq_delay_ms"      // publish: deliver this many ms after publish
 	MetadataPriority    = "_relq_priority"      // publish: priority (backends with Priorities)
 	MetadataNackDelayMs = "_relq_nack_delay_ms" // nack: redeliver after this many ms
+	MetadataNackReason  = "_relq_nack_reason"   // nack: the reason kept if it dead-letters
 
 	// Watermill's components/delay keys, honoured on publish.
 	WatermillDelayedUntil = "_watermill_delayed_until"
@@ -61,10 +62,30 @@ func SetNackDelay(msg *message.Message, d time.Duration) {
 	msg.Metadata.Set(MetadataNackDelayMs, strconv.FormatInt(d.Milliseconds(), 10))
 }
 
+// SetNackReason sets the reason kept with the message if this Nack sends it to the dead-letter
+// store (its last allowed attempt), so `relq dead ls` shows why it failed rather than only
+// how often. Call it before msg.Nack(); middleware.Backoff sets it from the handler's error.
+// Reasons longer than MaxNackReason bytes are cut.
+func SetNackReason(msg *message.Message, reason string) {
+	msg.Metadata.Set(MetadataNackReason, reason)
+}
+
+// MaxNackReason bounds the reason kept with a dead letter, so a huge error cannot bloat Redis.
+const MaxNackReason = 1024
+
+// nackReason is the reason the handler set with SetNackReason, cut to MaxNackReason bytes.
+func nackReason(msg *message.Message) string {
+	r := msg.Metadata.Get(MetadataNackReason)
+	if len(r) > MaxNackReason {
+		r = strings.ToValidUTF8(r[:MaxNackReason], "")
+	}
+	return r
+}
+
 // isDeliveryKey reports keys that the subscriber sets on delivery.
 func isDeliveryKey(k string) bool {
 	switch k {
-	case MetadataDeliveryID, MetadataAttempt, MetadataTopic, MetadataGroup, MetadataNackDelayMs:
+	case MetadataDeliveryID, MetadataAttempt, MetadataTopic, MetadataGroup, MetadataNackDelayMs, MetadataNackReason:
 		return true
 	}
 	return false

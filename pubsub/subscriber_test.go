@@ -2,6 +2,7 @@ package pubsub_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,4 +196,33 @@ func TestHeartbeatKeepsLongHandlerLease(t *testing.T) {
 	st := eventually(t, b, topic, "acked", func(st pubsub.Stats) bool { return st.Counters.Acked == 1 && st.Pending == 0 })
 	require.Zero(t, st.Counters.Reclaimed, "the lease expired under a running handler")
 	require.Zero(t, st.Counters.StaleAcks)
+}
+
+// A handler's reason travels with its last nack into the dead-letter store, cut to
+// MaxNackReason; an earlier nack's reason is not kept.
+func TestNackReasonIsKeptWithTheDeadLetter(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t)
+	pub := newPublisher(t, b)
+	const topic = "reason"
+	sub := newSubscriber(t, b, pubsub.SubscriberConfig{
+		MaxDeliveries: 2,
+		NackBackoff:   func(int) time.Duration { return 0 },
+	})
+	ch, err := sub.Subscribe(context.Background(), topic)
+	require.NoError(t, err)
+	publishN(t, pub, topic, 1)
+
+	first := receive(t, ch)
+	pubsub.SetNackReason(first, "first failure")
+	require.True(t, first.Nack())
+	again := receive(t, ch)
+	require.Empty(t, again.Metadata.Get(pubsub.MetadataNackReason), "a reason belongs to one delivery")
+	pubsub.SetNackReason(again, strings.Repeat("x", pubsub.MaxNackReason+10))
+	require.True(t, again.Nack())
+	eventually(t, b, topic, "dead-lettered", func(st pubsub.Stats) bool { return st.Dead == 1 })
+	dl, err := b.DeadLetters(context.Background(), &pubsub.DeadLettersParams{Topic: topic, Group: pubsub.DefaultGroup, Count: 10})
+	require.NoError(t, err)
+	require.Len(t, dl, 1)
+	require.Equal(t, strings.Repeat("x", pubsub.MaxNackReason), dl[0].Reason)
 }

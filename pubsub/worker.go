@@ -51,7 +51,7 @@ func (s *subscription) deliver(d Delivery) {
 	case <-msg.Acked():
 		s.settleAck(d)
 	case <-msg.Nacked():
-		s.settle(NackItem{ID: d.ID, Attempt: d.Attempt, Delay: s.nackDelay(msg, d.Attempt)})
+		s.settle(NackItem{ID: d.ID, Attempt: d.Attempt, Delay: s.nackDelay(msg, d.Attempt), Reason: nackReason(msg)})
 	case <-s.hard.Done():
 		// CloseTimeout passed during the stop: stop extending the lease, which then expires
 		// and the message is redelivered.
@@ -70,7 +70,8 @@ func (s *subscription) newMessage(d Delivery) (*message.Message, context.CancelF
 	for k, v := range d.Envelope.Metadata {
 		msg.Metadata[k] = v
 	}
-	delete(msg.Metadata, MetadataNackDelayMs) // only the handler of this delivery sets it
+	delete(msg.Metadata, MetadataNackDelayMs) // only the handler of this delivery sets these
+	delete(msg.Metadata, MetadataNackReason)
 	msg.Metadata[MetadataDeliveryID] = d.ID
 	msg.Metadata[MetadataAttempt] = strconv.Itoa(d.Attempt)
 	msg.Metadata[MetadataTopic] = s.topic
