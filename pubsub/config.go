@@ -33,7 +33,7 @@ type PublisherConfig struct {
 	// acknowledged the write, so a failover loses nothing Publish reported as stored.
 	// Defaults to 0 (no wait).
 	WaitReplicas int
-	// WaitTimeout bounds the WAIT; keep it below the Redis client's ReadTimeout (3s by default in
+	// WaitTimeout bounds the WAIT; keep it below the Redis client's ReadTimeout (5s by default in
 	// go-redis), which WAIT cannot outlast. Defaults to 1s when WaitReplicas is set.
 	WaitTimeout time.Duration
 }
