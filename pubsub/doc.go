@@ -9,5 +9,5 @@
 //
 // Delivery is at-least-once: a message is redelivered after a nack, after its lease
 // expires (a crashed or stuck consumer), or when an ack was lost. Make handlers
-// idempotent (the delivery ID in the metadata is a good key).
+// idempotent; middleware.Idempotent does it with markers in Redis (docs/idempotency.md).
 package pubsub
