@@ -1,0 +1,56 @@
+package zset_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/pubsub"
+)
+
+// publishTo publishes one message to topic through b, due after delay.
+func publishTo(t *testing.T, b pubsub.Backend, topic string, delay time.Duration) {
+	t.Helper()
+	_, err := b.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{
+		{Envelope: pubsub.Envelope{UUID: "u", Payload: []byte("p")}, Delay: delay}}})
+	require.NoError(t, err)
+}
+
+func TestTopicsListsZsetTopicsOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := redistest.Shared(t).Client(t)
+	prefix := redistest.Prefix(t)
+	zb, err := zset.New(c, zset.Options{Prefix: prefix})
+	require.NoError(t, err)
+	lb, err := list.New(c, list.Options{Prefix: prefix})
+	require.NoError(t, err)
+
+	topics, err := zb.Topics(ctx)
+	require.NoError(t, err)
+	require.Empty(t, topics)
+
+	publishTo(t, zb, "ready", 0)
+	publishTo(t, zb, "delayed", time.Hour) // only delayed: the ready ZSET still shows it
+	require.NoError(t, zb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "no:messages", Group: "g"}))
+	publishTo(t, lb, "list-ready", 0)
+	publishTo(t, lb, "list-delayed", time.Hour) // list keeps delays aside: nothing tells
+
+	topics, err = zb.Topics(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"delayed", "list-delayed", "no:messages", "ready"}, topics)
+	topics, err = lb.Topics(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"list-delayed", "list-ready", "no:messages"}, topics)
+
+	for topic, want := range map[string]bool{"ready": true, "delayed": true, "list-ready": false, "nope": false} {
+		got, err := zb.HasTopic(ctx, topic)
+		require.NoError(t, err)
+		require.Equal(t, want, got, topic)
+	}
+}
