@@ -154,9 +154,18 @@ func runDemo(ctx context.Context, out, errOut io.Writer, lookPath func(string) (
 		return err
 	}
 	if conn.kind == "url" {
-		d.printf("\nThe dead letter stays in Redis under prefix %q for you to inspect, for example with\n"+
-			"  redis-cli -u %s --scan --pattern '{%s:*'\n"+
-			"The next demo run deletes the keys of that prefix first.\n", opts.prefix, redactURL(opts.redisURL), opts.prefix)
+		flags := "--prefix " + opts.prefix
+		if opts.urlFrom != "REDIS_URL" {
+			flags = "--redis-url " + redactURL(opts.redisURL) + " " + flags
+		}
+		group := fmt.Sprintf("%s --topic %s --group %s", flags, demoTopic, demoGroup)
+		d.printf("\nThe dead letter stays in Redis under prefix %q for you to inspect. Try next:\n"+
+			"  relq topics %s\n"+
+			"  relq stats %s --watch\n"+
+			"  relq dead ls %s\n"+
+			"  relq dead requeue %s --backend list --all\n"+
+			"(--backend list: with nothing left ready, the demo's keys could be the zset backend's too.)\n"+
+			"The next demo run deletes the keys of that prefix first.\n", opts.prefix, flags, flags, group, group)
 	} else {
 		d.printf("\nThis Redis goes away when the demo exits; set REDIS_URL to keep the dead letter for inspection.\n")
 	}

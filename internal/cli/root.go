@@ -10,14 +10,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Env is what the commands take from the process: output streams and the environment. Tests
-// fill it with buffers and fakes.
+// Env is what the commands take from the process: input and output streams and the
+// environment. Tests fill it with buffers and fakes.
 type Env struct {
 	Out    io.Writer
 	Err    io.Writer
 	Getenv func(string) string
 	// LookPath finds an executable, as exec.LookPath does.
 	LookPath func(string) (string, error)
+	// In is where commands read answers (dead purge's confirmation). Defaults to os.Stdin.
+	In io.Reader
+	// IsTerminal reports whether an output is a terminal, where stats --watch redraws the
+	// screen rather than printing one table after another. Defaults to asking the terminal
+	// driver about an *os.File (any other writer is no terminal).
+	IsTerminal func(io.Writer) bool
 }
 
 // NewRootCommand returns the relq command with its subcommands.
@@ -27,6 +33,12 @@ func NewRootCommand(env Env) *cobra.Command {
 	}
 	if env.Err == nil {
 		env.Err = io.Discard
+	}
+	if env.In == nil {
+		env.In = os.Stdin
+	}
+	if env.IsTerminal == nil {
+		env.IsTerminal = isTerminal
 	}
 	root := &cobra.Command{
 		Use:           "relq",
@@ -38,6 +50,9 @@ func NewRootCommand(env Env) *cobra.Command {
 	root.SetErr(env.Err)
 	root.AddCommand(newDemoCommand(env))
 	root.AddCommand(newBenchCommand(env))
+	root.AddCommand(newTopicsCommand(env))
+	root.AddCommand(newStatsCommand(env))
+	root.AddCommand(newDeadCommand(env))
 	return root
 }
 

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/pubsub"
+)
+
+// fixture is one test's relq data on the shared server, under a prefix of its own, written
+// through the real backends, and a way to run the tool commands on it.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	url    string
+	c      redis.UniversalClient
+	prefix string
+	list   pubsub.Backend
+	zset   pubsub.Backend
+	stream pubsub.Backend
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	srv := redistest.Shared(t)
+	return newFixtureOn(t, srv.URL(), srv.Client(t))
+}
+
+func newFixtureOn(t *testing.T, url string, c redis.UniversalClient) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ctx: context.Background(), url: url, c: c, prefix: redistest.Prefix(t)}
+	var err error
+	f.list, err = list.New(c, list.Options{Prefix: f.prefix})
+	require.NoError(t, err)
+	f.zset, err = zset.New(c, zset.Options{Prefix: f.prefix})
+	require.NoError(t, err)
+	f.stream, err = streams.New(c, streams.Options{Prefix: f.prefix})
+	require.NoError(t, err)
+	return f
+}
+
+// group registers group on topic.
+func (f *fixture) group(b pubsub.Backend, topic, group string) {
+	f.t.Helper()
+	require.NoError(f.t, b.EnsureGroup(f.ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+}
+
+// publish publishes n messages with payload "msg-<i>" (due after delay) and returns their IDs.
+func (f *fixture) publish(b pubsub.Backend, topic string, n int, delay time.Duration) []string {
+	f.t.Helper()
+	msgs := make([]pubsub.OutMessage, n)
+	for i := range msgs {
+		msgs[i] = pubsub.OutMessage{Delay: delay, Envelope: pubsub.Envelope{
+			UUID: "uuid-" + string(rune('a'+i)), Metadata: map[string]string{"n": string(rune('a' + i))},
+			Payload: []byte("msg-" + string(rune('a'+i)))}}
+	}
+	ids, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	require.NoError(f.t, err)
+	return ids
+}
+
+// publishOne publishes one message.
+func (f *fixture) publishOne(b pubsub.Backend, topic string, env pubsub.Envelope) string {
+	f.t.Helper()
+	ids, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env}}})
+	require.NoError(f.t, err)
+	return ids[0]
+}
+
+// claim claims n messages of group.
+func (f *fixture) claim(b pubsub.Backend, topic, group string, n int) []pubsub.Delivery {
+	f.t.Helper()
+	ds, err := b.Claim(f.ctx, &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: "c1", Count: n, Lease: time.Minute})
+	require.NoError(f.t, err)
+	require.Len(f.t, ds, n)
+	return ds
+}
+
+// ack acks deliveries.
+func (f *fixture) ack(b pubsub.Backend, topic, group string, ds ...pubsub.Delivery) {
+	f.t.Helper()
+	items := make([]pubsub.Held, len(ds))
+	for i, d := range ds {
+		items[i] = pubsub.Held{ID: d.ID, Attempt: d.Attempt}
+	}
+	_, err := b.Ack(f.ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "c1", Items: items})
+	require.NoError(f.t, err)
+}
+
+// bury dead-letters claimed deliveries with reason.
+func (f *fixture) bury(b pubsub.Backend, topic, group, reason string, ds ...pubsub.Delivery) {
+	f.t.Helper()
+	items := make([]pubsub.NackItem, len(ds))
+	for i, d := range ds {
+		items[i] = pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: reason}
+	}
+	res, err := b.Nack(f.ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c1", Items: items})
+	require.NoError(f.t, err)
+	require.Equal(f.t, len(ds), res.DeadLettered)
+}
+
+// stats reads a group's stats through b.
+func (f *fixture) stats(b pubsub.Backend, topic, group string) pubsub.Stats {
+	f.t.Helper()
+	st, err := b.Stats(f.ctx, &pubsub.StatsParams{Topic: topic, Group: group})
+	require.NoError(f.t, err)
+	return st
+}
+
+// run runs relq with args and --prefix, REDIS_URL set to the fixture's server.
+func (f *fixture) run(args ...string) (code int, out, errOut string) {
+	f.t.Helper()
+	return f.runIn("", args...)
+}
+
+// runIn is run with input on standard input.
+func (f *fixture) runIn(input string, args ...string) (code int, out, errOut string) {
+	f.t.Helper()
+	return runTool(f.t, context.Background(), Env{Getenv: urlEnv(f.url), In: strings.NewReader(input)},
+		append(args, "--prefix", f.prefix)...)
+}
+
+// urlEnv is a Getenv whose REDIS_URL is url.
+func urlEnv(url string) func(string) string {
+	return func(k string) string {
+		if k == "REDIS_URL" {
+			return url
+		}
+		return ""
+	}
+}
+
+// runTool runs relq in-process and returns its exit code, stdout and stderr.
+func runTool(t *testing.T, ctx context.Context, env Env, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if env.Out == nil {
+		env.Out = &out
+	}
+	env.Err = &errOut
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	if env.In == nil {
+		env.In = strings.NewReader("")
+	}
+	code := Main(ctx, args, env)
+	t.Logf("relq %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	return code, out.String(), errOut.String()
+}
+
+// frames is an output that counts the frames of stats --watch (each starts with marker) and
+// cancels the command's context once it has seen want of them.
+type frames struct {
+	marker string
+	want   int
+	cancel context.CancelFunc
+	buf    bytes.Buffer
+}
+
+func (w *frames) Write(p []byte) (int, error) {
+	n, err := w.buf.Write(p)
+	if strings.Count(w.buf.String(), w.marker) >= w.want {
+		w.cancel()
+	}
+	return n, err
+}
+
+var _ io.Writer = (*frames)(nil)
