@@ -11,14 +11,8 @@ var _ pubsub.TopicLister = (*Backend)(nil)
 
 // Topics returns the sorted names of the topics under Options.Prefix that have a registered
 // group, found by SCAN (on every primary of a Cluster) for their registry SET T:groups. It
-// reads the whole keyspace, so it is meant for tools, not for a hot path.
-//
-// The zset backend keeps the same registry, counters and dead-letter keys, so under a prefix
-// shared with it Topics tells the two apart by each group's ready key, a LIST here and a ZSET
-// there: a topic with a ZSET ready key is left out. A topic with nothing ready in any group
-// (drained, or holding only delayed or pending deliveries and dead letters) has no key that
-// tells, and both backends list it. Stats and DeadLetters read such a topic alike through
-// either backend; use the backend that wrote it for anything that writes.
+// reads the whole keyspace, so it is meant for tools, not for a hot path. (The zset backend
+// names its registry T:zgroups, so its topics are never listed here.)
 func (b *Backend) Topics(ctx context.Context) ([]string, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
@@ -26,8 +20,8 @@ func (b *Backend) Topics(ctx context.Context) ([]string, error) {
 	return backendkit.ScanTopics(ctx, b.client, b.topicScan())
 }
 
-// HasTopic reports whether Topics would list topic, in two round trips and without a SCAN:
-// whether it has a registered group and no group's ready key shows the zset backend.
+// HasTopic reports whether Topics would list topic, in one round trip and without a SCAN:
+// whether it has a registered group.
 func (b *Backend) HasTopic(ctx context.Context, topic string) (bool, error) {
 	if err := b.check(ctx, "topic", topic); err != nil {
 		return false, err
@@ -35,13 +29,7 @@ func (b *Backend) HasTopic(ctx context.Context, topic string) (bool, error) {
 	return b.topicScan().Keep(ctx, topic)
 }
 
-// topicScan finds the topics by their registry SET, keeping those whose ready keys are LISTs.
+// topicScan finds the topics by their registry SET.
 func (b *Backend) topicScan() backendkit.TopicScan {
-	registry := func(topic string) string { return b.topicKeys(topic).groups }
-	return backendkit.TopicScan{
-		Marker: func(topic, _ string) string { return registry(topic) },
-		Type:   "set",
-		Keep: backendkit.KeepReadyType(b.client, registry,
-			func(topic, group string) string { return b.groupKeys(topic, group).ready }, "list"),
-	}
+	return backendkit.RegistryScan(b.client, func(topic string) string { return b.topicKeys(topic).groups })
 }

@@ -255,7 +255,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
-	require.Equal(t, []string{"groups"}, e.Keys("t"))
+	require.Equal(t, []string{"zgroups"}, e.Keys("t"))
 }
 
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {

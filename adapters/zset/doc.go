@@ -11,7 +11,7 @@
 //	T:bodies                    HASH    id -> encoded envelope, stored once for all groups
 //	T:refs                      HASH    id -> groups still holding it, only while more than one
 //	T:priorities                HASH    id -> priority, for messages whose priority is not 0
-//	T:groups                    SET     registered groups
+//	T:zgroups                   SET     registered groups (not "groups": see Topics)
 //	T:g:<group>:ready           ZSET    "<rank>:<id>" -> due time (ms): due and delayed alike
 //	T:g:<group>:wake            LIST    wake-up token (at most one, expires) for blocked claims
 //	T:g:<group>:wake:<consumer> LIST    a consumer's own wake-up token, pushed at a due time
@@ -24,7 +24,7 @@
 //	T:g:<group>:dead_reasons    HASH    id -> dead-letter reason
 //	T:g:<group>:counters        HASH    cumulative counters (published, claimed, acked, ...)
 //
-// When every message is acked, only seq, groups and the counters remain (and, for up to ten
+// When every message is acked, only seq, zgroups and the counters remain (and, for up to ten
 // seconds, a wake-up token).
 //
 // # Members and the ordering rule
@@ -100,7 +100,7 @@
 // Every state change is one Lua script from lua/ (or one native command: SADD for EnsureGroup,
 // BLPOP for a wake-up token), with time from Redis TIME inside the script. Publish fans out
 // with declared keys only, as the list backend does: it passes publish.lua the groups it
-// believes are registered (cached per topic); the script compares them with T:groups and, if
+// believes are registered (cached per topic); the script compares them with T:zgroups and, if
 // they differ, writes nothing and returns the registry for a retry. Claim takes and leases in
 // one script, so nothing is ever pending without a lease (Capabilities.PendingOrphans is
 // false). A new group sees only messages published after it registered

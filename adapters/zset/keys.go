@@ -37,7 +37,7 @@ func (b *Backend) topicKeys(topic string) topicKeys {
 		seq:        keys.Join(tag, "seq"),
 		bodies:     keys.Join(tag, "bodies"),
 		refs:       keys.Join(tag, "refs"),
-		groups:     keys.Join(tag, "groups"),
+		groups:     keys.Join(tag, "zgroups"),
 		priorities: keys.Join(tag, "priorities"),
 	}
 }

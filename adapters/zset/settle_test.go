@@ -49,7 +49,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 
 	// An ack is accepted from any holder (the work is done), and counted stale.
 	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, e.Ack("t", "g", "c1", old))
-	require.Equal(t, []string{"g:g:counters", "g:g:wake", "groups", "seq"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "g:g:wake", "seq", "zgroups"}, e.Keys("t"))
 	c := e.Stats("t", "g").Counters
 	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleAcks: 1, StaleNacks: 2}, c)
 }

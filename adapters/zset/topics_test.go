@@ -39,16 +39,18 @@ func TestTopicsListsZsetTopicsOnly(t *testing.T) {
 	publishTo(t, zb, "delayed", time.Hour) // only delayed: the ready ZSET still shows it
 	require.NoError(t, zb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "no:messages", Group: "g"}))
 	publishTo(t, lb, "list-ready", 0)
-	publishTo(t, lb, "list-delayed", time.Hour) // list keeps delays aside: nothing tells
+	publishTo(t, lb, "list-delayed", time.Hour)
+	require.NoError(t, lb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "list:empty", Group: "g"}))
 
 	topics, err = zb.Topics(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"delayed", "list-delayed", "no:messages", "ready"}, topics)
+	require.Equal(t, []string{"delayed", "no:messages", "ready"}, topics)
 	topics, err = lb.Topics(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"list-delayed", "list-ready", "no:messages"}, topics)
+	require.Equal(t, []string{"list-delayed", "list-ready", "list:empty"}, topics)
 
-	for topic, want := range map[string]bool{"ready": true, "delayed": true, "list-ready": false, "nope": false} {
+	for topic, want := range map[string]bool{"ready": true, "delayed": true, "no:messages": true,
+		"list-ready": false, "list-delayed": false, "list:empty": false, "nope": false} {
 		got, err := zb.HasTopic(ctx, topic)
 		require.NoError(t, err)
 		require.Equal(t, want, got, topic)

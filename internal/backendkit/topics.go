@@ -206,40 +206,16 @@ func EscapeGlob(s string) string {
 	return b.String()
 }
 
-// KeepReadyType returns a TopicScan.Keep for the list and zset backends, whose topics have
-// the same registry SET, counters and dead-letter keys: among the keys that outlive a
-// drained queue, none tells the two apart. What differs is each group's ready store, a LIST
-// in one and a ZSET in the other, so Keep drops a topic where some group's ready key exists
-// with another type than readyType ("list" or "zset"), and keeps the others, including a
-// topic with nothing ready in any group, which either backend may have written. registry
-// builds the topic's registry SET key and ready a group's ready key. Keep also drops a topic
-// whose registry is gone (its last group was removed after SCAN saw it).
-func KeepReadyType(client redis.UniversalClient, registry func(topic string) string,
-	ready func(topic, group string) string, readyType string) func(context.Context, string) (bool, error) {
-	return func(ctx context.Context, topic string) (bool, error) {
-		groups, err := client.SMembers(ctx, registry(topic)).Result()
-		if err != nil || len(groups) == 0 {
-			return false, err
-		}
-		types := make([]*redis.StatusCmd, 0, len(groups))
-		pipe := client.Pipeline()
-		for _, g := range groups {
-			if pubsub.ValidateName("group", g) != nil {
-				continue // foreign data: its key could lie outside the topic's slot
-			}
-			types = append(types, pipe.Type(ctx, ready(topic, g)))
-		}
-		if len(types) == 0 {
-			return true, nil
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return false, err
-		}
-		for _, t := range types {
-			if typ := t.Val(); typ != "none" && typ != readyType {
-				return false, nil
-			}
-		}
-		return true, nil
+// RegistryScan is the TopicScan of the list and zset backends: a topic is one whose registry
+// SET (registry builds its key) exists and holds a group. Keep drops a topic whose registry
+// emptied after SCAN saw it.
+func RegistryScan(client redis.UniversalClient, registry func(topic string) string) TopicScan {
+	return TopicScan{
+		Marker: func(topic, _ string) string { return registry(topic) },
+		Type:   "set",
+		Keep: func(ctx context.Context, topic string) (bool, error) {
+			n, err := client.SCard(ctx, registry(topic)).Result()
+			return n > 0, err
+		},
 	}
 }

@@ -61,7 +61,7 @@ func (d *deadTarget) name() string { return d.ref.topic + "/" + d.group }
 
 // describe is "orders/billing (list backend, prefix "relq")".
 func (d *deadTarget) describe() string {
-	return fmt.Sprintf("%s (%s backend, prefix %q)", d.name(), strings.ReplaceAll(d.ref.label(), "|", " or "), d.s.prefix)
+	return fmt.Sprintf("%s (%s backend, prefix %q)", d.name(), d.ref.label(), d.s.prefix)
 }
 
 // open connects and checks that the topic and the group exist.
@@ -86,7 +86,7 @@ func (o *deadOptions) open(ctx context.Context, env Env) (*deadTarget, error) {
 
 // total reads how many dead letters the group holds.
 func (d *deadTarget) total(ctx context.Context) (int64, error) {
-	st, err := d.ref.reader().Stats(ctx, &pubsub.StatsParams{Topic: d.ref.topic, Group: d.group})
+	st, err := d.ref.backend.Stats(ctx, &pubsub.StatsParams{Topic: d.ref.topic, Group: d.group})
 	if err != nil {
 		return 0, d.s.explain(fmt.Errorf("stats of %s: %w", d.name(), err))
 	}
@@ -94,7 +94,7 @@ func (d *deadTarget) total(ctx context.Context) (int64, error) {
 }
 
 func (d *deadTarget) page(ctx context.Context, offset, count int) ([]pubsub.DeadLetter, error) {
-	dls, err := d.ref.reader().DeadLetters(ctx, &pubsub.DeadLettersParams{
+	dls, err := d.ref.backend.DeadLetters(ctx, &pubsub.DeadLettersParams{
 		Topic: d.ref.topic, Group: d.group, Offset: offset, Count: count})
 	if err != nil {
 		return nil, d.s.explain(fmt.Errorf("dead letters of %s: %w", d.name(), err))
@@ -275,10 +275,7 @@ requeued.`,
 				return err
 			}
 			defer d.s.Close()
-			b, err := d.ref.writer(d.s.prefix)
-			if err != nil {
-				return err
-			}
+			b := d.ref.backend
 			ids := slices.Compact(slices.Sorted(slices.Values(args)))
 			n, err := b.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: d.ref.topic, Group: d.group, IDs: ids, All: all})
 			out := cmd.OutOrStdout()
@@ -325,10 +322,7 @@ PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all
 				return err
 			}
 			defer d.s.Close()
-			b, err := d.ref.writer(d.s.prefix)
-			if err != nil {
-				return err
-			}
+			b := d.ref.backend
 			out := cmd.OutOrStdout()
 			total, err := d.total(ctx)
 			if err != nil {

@@ -163,8 +163,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, lookPath func(string) (
 			"  relq topics %s\n"+
 			"  relq stats %s --watch\n"+
 			"  relq dead ls %s\n"+
-			"  relq dead requeue %s --backend list --all\n"+
-			"(--backend list: with nothing left ready, the demo's keys could be the zset backend's too.)\n"+
+			"  relq dead requeue %s --all\n"+
 			"The next demo run deletes the keys of that prefix first.\n", opts.prefix, flags, flags, group, group)
 	} else {
 		d.printf("\nThis Redis goes away when the demo exits; set REDIS_URL to keep the dead letter for inspection.\n")

@@ -27,7 +27,7 @@ func TestToolsWorkOnWhatTheDemoLeaves(t *testing.T) {
 		"  relq topics --prefix relq-demo\n"+
 		"  relq stats --prefix relq-demo --watch\n"+
 		"  relq dead ls --prefix relq-demo --topic orders --group billing\n"+
-		"  relq dead requeue --prefix relq-demo --topic orders --group billing --backend list --all\n")
+		"  relq dead requeue --prefix relq-demo --topic orders --group billing --all\n")
 
 	be, err := list.New(srv.Client(t), list.Options{Prefix: DemoPrefixDefault})
 	require.NoError(t, err)
@@ -37,25 +37,25 @@ func TestToolsWorkOnWhatTheDemoLeaves(t *testing.T) {
 
 	code, out, _ = runTool(t, ctx, env, "topics", "--prefix", "relq-demo")
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^list\|zset\s+orders\s+billing$`, out)
+	require.Regexp(t, `(?m)^list\s+orders\s+billing$`, out)
 
 	code, out, _ = runTool(t, ctx, env, "stats", "--prefix", "relq-demo")
 	require.Equal(t, 0, code)
 	//                                               ready delayed pending dead
-	require.Regexp(t, `(?m)^list\|zset\s+orders\s+billing\s+0\s+0\s+0\s+1\s+-\s+-$`, out)
+	require.Regexp(t, `(?m)^list\s+orders\s+billing\s+0\s+0\s+0\s+1\s+-\s+-$`, out)
 	//                                    published claimed acked nacked reclaimed dead-lettered
-	require.Regexp(t, `(?m)^list\|zset\s+orders\s+billing\s+7\s+\d+\s+6\s+\d+\s+1\s+1\s+\d+\s+\d+$`, out)
+	require.Regexp(t, `(?m)^list\s+orders\s+billing\s+7\s+\d+\s+6\s+\d+\s+1\s+1\s+\d+\s+\d+$`, out)
 
 	code, out, _ = runTool(t, ctx, env, "dead", "ls", "--prefix", "relq-demo", "--topic", "orders", "--group", "billing")
 	require.Equal(t, 0, code)
-	require.Contains(t, out, `Dead letters of orders/billing (list or zset backend, prefix "relq-demo"): 1-1 of 1`)
+	require.Contains(t, out, `Dead letters of orders/billing (list backend, prefix "relq-demo"): 1-1 of 1`)
 	require.Regexp(t, `(?m)^`+dls[0].ID+`\s+3\s+.*\s+`+dls[0].Envelope.UUID+`\s+`+regexp.QuoteMeta(dls[0].Reason)+`$`, out)
 
 	code, out, _ = runTool(t, ctx, env, "dead", "show", "--prefix", "relq-demo", "--topic", "orders", "--group", "billing", dls[0].ID)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "    order   order-6\n    poison  true\n")
 
-	code, out, _ = runTool(t, ctx, env, "dead", "requeue", "--prefix", "relq-demo", "--topic", "orders", "--group", "billing", "--backend", "list", "--all")
+	code, out, _ = runTool(t, ctx, env, "dead", "requeue", "--prefix", "relq-demo", "--topic", "orders", "--group", "billing", "--all")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "Requeued 1 dead letter of orders/billing (list backend")
 

@@ -117,7 +117,7 @@ func (s *session) stats(ctx context.Context, topic, group string) ([]statsRow, e
 			if group != "" && g != group {
 				continue
 			}
-			st, err := ref.reader().Stats(ctx, &pubsub.StatsParams{Topic: ref.topic, Group: g})
+			st, err := ref.backend.Stats(ctx, &pubsub.StatsParams{Topic: ref.topic, Group: g})
 			if err != nil {
 				return nil, s.explain(fmt.Errorf("stats of %s/%s: %w", ref.topic, g, err))
 			}
@@ -134,12 +134,10 @@ func writeStats(w io.Writer, s *session, rows []statsRow) error {
 		return err
 	}
 	t := newTable(w, "BACKEND", "TOPIC", "GROUP", "READY", "DELAYED", "PENDING", "DEAD", "OLDEST PENDING", "OLDEST READY")
-	ambiguous := false
 	for _, r := range rows {
 		st := r.st
 		t.row(r.ref.label(), st.Topic, oneLine(st.Group), num(st.Ready), num(st.Delayed), num(st.Pending), num(st.Dead),
 			age(st.OldestPendingAge), age(st.OldestReadyAge))
-		ambiguous = ambiguous || r.ref.ambiguous()
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -151,13 +149,7 @@ func writeStats(w io.Writer, s *session, rows []statsRow) error {
 		t.row(r.ref.label(), r.st.Topic, oneLine(r.st.Group), num(c.Published), num(c.Claimed), num(c.Acked), num(c.Nacked),
 			num(c.Reclaimed), num(c.DeadLettered), num(c.StaleAcks), num(c.StaleNacks))
 	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	if ambiguous {
-		fmt.Fprint(w, "\n"+ambiguityNote)
-	}
-	return nil
+	return t.flush()
 }
 
 // watchStats prints the stats every interval until ctx ends, which is a normal end. An error

@@ -18,9 +18,6 @@ table: the backend that holds each (list, zset or streams), the topic and its gr
 It SCANs the keyspace (on every primary of a Cluster), so it reads every key name once:
 cheap on a small Redis, a few seconds on one with millions of keys.
 
-A list or zset topic with nothing ready shows as "list|zset": the two backends share every
-other key, so nothing tells which one wrote it.
-
 Redis: --redis-url, else $REDIS_URL, else ` + DefaultRedisURL + `. See relq stats --help.`,
 		Example: `  relq topics
   relq topics --redis-url redis://relq-ops:secret@redis.internal:6379 --prefix shop
@@ -42,22 +39,14 @@ Redis: --redis-url, else $REDIS_URL, else ` + DefaultRedisURL + `. See relq stat
 				return nil
 			}
 			t := newTable(out, "BACKEND", "TOPIC", "GROUPS")
-			ambiguous := false
 			for _, ref := range refs {
 				groups, err := s.groups(cmd.Context(), ref, "")
 				if err != nil {
 					return err
 				}
 				t.row(ref.label(), ref.topic, oneLine(strings.Join(groups, ", ")))
-				ambiguous = ambiguous || ref.ambiguous()
 			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			if ambiguous {
-				fmt.Fprint(out, "\n"+ambiguityNote)
-			}
-			return nil
+			return t.flush()
 		},
 	}
 	opts.addFlags(cmd)

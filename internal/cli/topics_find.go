@@ -1,10 +1,8 @@
 package cli
 
-// Which backend holds a topic. The list and zset backends keep the same registry, counters
-// and dead-letter keys and differ only in a group's ready store (a LIST or a ZSET), so a
-// topic with nothing ready in any group is found by both; the tools show it once, as
-// "list|zset", read it through either (the numbers are the same), and ask for --backend
-// before they change it.
+// Which backend holds a topic. Each backend finds its own topics by a key only it writes
+// (list T:groups, zset T:zgroups, streams T:stream), so a topic name used by two backends
+// under one prefix shows twice, and the commands that take --topic ask for --backend.
 
 import (
 	"context"
@@ -15,58 +13,21 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
-// topicRef is one topic of the session and the backends whose keys it matches: one, or list
-// and zset when nothing tells them apart.
+// topicRef is one topic of the session and the backend whose keys hold it.
 type topicRef struct {
-	topic    string
-	backends []*backend
+	topic   string
+	backend *backend
 }
 
-// label is the backend column: "list", "streams", "list|zset".
-func (r topicRef) label() string {
-	names := make([]string, len(r.backends))
-	for i, b := range r.backends {
-		names[i] = b.name
-	}
-	return strings.Join(names, "|")
-}
+// label is the backend column: "list", "zset" or "streams".
+func (r topicRef) label() string { return r.backend.name }
 
-// ambiguous reports a topic that both list and zset find.
-func (r topicRef) ambiguous() bool { return len(r.backends) > 1 }
-
-// reader is the backend that reads the topic: any of them reads it alike.
-func (r topicRef) reader() *backend { return r.backends[0] }
-
-// writer is the backend that may change the topic, or an error asking for --backend.
-func (r topicRef) writer(prefix string) (*backend, error) {
-	if r.ambiguous() {
-		return nil, fmt.Errorf("topic %q has nothing ready, so its keys under prefix %q do not tell whether the "+
-			"list or the zset backend wrote it (they share every other key): pass --backend list or --backend zset",
-			r.topic, prefix)
-	}
-	return r.backends[0], nil
-}
-
-// ambiguityNote explains the "list|zset" label under a table that shows one.
-const ambiguityNote = "list|zset: nothing is ready in this topic, and the list and zset backends share every other key,\n" +
-	"so its keys do not tell which one wrote it; the numbers read the same through either.\n" +
-	"dead requeue and purge need --backend list or --backend zset for it.\n"
-
-// merge turns each backend's topics into refs, sorted by topic then backend: a topic found by
-// list and zset becomes one ref; streams topics always stand alone (their keys are others).
+// merge turns each backend's topics into refs, sorted by topic, then in the backends' order.
 func merge(found map[*backend][]string, order []*backend) []topicRef {
 	var refs []topicRef
-	shared := map[string]int{} // topic -> index in refs of its list/zset ref
 	for _, b := range order {
 		for _, topic := range found[b] {
-			if b.name == "list" || b.name == "zset" {
-				if i, ok := shared[topic]; ok {
-					refs[i].backends = append(refs[i].backends, b)
-					continue
-				}
-				shared[topic] = len(refs)
-			}
-			refs = append(refs, topicRef{topic: topic, backends: []*backend{b}})
+			refs = append(refs, topicRef{topic: topic, backend: b})
 		}
 	}
 	slices.SortStableFunc(refs, func(a, b topicRef) int { return strings.Compare(a.topic, b.topic) })
@@ -144,7 +105,7 @@ func (s *session) backendsText() string {
 
 // groups returns the groups of ref, checking that group (when not empty) is one of them.
 func (s *session) groups(ctx context.Context, ref topicRef, group string) ([]string, error) {
-	groups, err := ref.reader().Groups(ctx, ref.topic)
+	groups, err := ref.backend.Groups(ctx, ref.topic)
 	if err != nil {
 		return nil, s.explain(fmt.Errorf("topic %q: groups: %w", ref.topic, err))
 	}
