@@ -234,6 +234,7 @@ func (d *demo) consume(ctx context.Context, sub *pubsub.Subscriber, consumer str
 		if ok {
 			msg.Ack()
 		} else {
+			pubsub.SetNackReason(msg, note) // kept if this nack dead-letters it
 			msg.Nack()
 		}
 	}
