@@ -101,7 +101,8 @@ type SubscriberConfig struct {
 	// Defaults to Lease/3.
 	HeartbeatInterval time.Duration
 	// ReclaimInterval is how often this subscriber returns expired leases of its group to
-	// ready, with ±20% jitter. Defaults to Lease/2.
+	// ready, with ±20% jitter, and registers its group again (in case a Redis failover lost
+	// the registration). Defaults to Lease/2.
 	ReclaimInterval time.Duration
 	// MaxDeliveries is how many deliveries a message gets before it is dead-lettered, on a
 	// nack or when its lease expires. Defaults to MaxDeliveriesDefault (10); -1 means no limit.

@@ -45,7 +45,8 @@ func (s *subscription) heartbeat() {
 // reclaim returns the group's expired leases to ready (and dead-letters those out of
 // attempts) every ReclaimInterval ±20%, starting at once so that what a crashed consumer
 // left behind comes back without waiting an interval. Any consumer of the group may do it;
-// the jitter keeps many consumers from doing it in lockstep.
+// the jitter keeps many consumers from doing it in lockstep. Each round also registers the
+// group again (EnsureGroup), so a registration that Redis lost is back within an interval.
 func (s *subscription) reclaim() {
 	defer s.loopsWG.Done()
 	r := newRetrier("reclaiming expired leases", s.config, s.logger)
@@ -57,6 +58,13 @@ func (s *subscription) reclaim() {
 	for sleep(wait, s.stopping) {
 		res, err := s.backend.Reclaim(s.hard, p)
 		if err != nil {
+			wait = r.failed(err)
+			continue
+		}
+		// Register the group again: a failover to a replica that missed Subscribe's
+		// registration would otherwise leave the group out of every later publish for good.
+		// Idempotent, one round trip per ReclaimInterval.
+		if err := s.backend.EnsureGroup(s.hard, &EnsureGroupParams{Topic: s.topic, Group: s.config.Group}); err != nil {
 			wait = r.failed(err)
 			continue
 		}

@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/internal/keys"
+	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -225,4 +228,28 @@ func TestNackReasonIsKeptWithTheDeadLetter(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	require.Equal(t, strings.Repeat("x", pubsub.MaxNackReason), dl[0].Reason)
+}
+
+// A group registration that Redis lost (a failover to a replica that missed it) comes back
+// within a ReclaimInterval, so later publishes reach the group again.
+func TestSubscriberRegistersItsGroupAgain(t *testing.T) {
+	t.Parallel()
+	c := redistest.Shared(t).Client(t)
+	prefix := redistest.Prefix(t)
+	b, err := list.New(c, list.Options{Prefix: prefix})
+	require.NoError(t, err)
+	const topic = "lost"
+	sub := newSubscriber(t, b, pubsub.SubscriberConfig{Group: "billing", ReclaimInterval: 50 * time.Millisecond})
+	ch, err := sub.Subscribe(context.Background(), topic)
+	require.NoError(t, err)
+
+	registry := keys.Join(keys.Tag(prefix, topic), "groups")
+	require.NoError(t, c.SRem(context.Background(), registry, "billing").Err())
+	require.Eventually(t, func() bool {
+		ok, err := c.SIsMember(context.Background(), registry, "billing").Result()
+		return err == nil && ok
+	}, waitFor, 10*time.Millisecond, "the reclaim loop registers the group again")
+
+	publishN(t, newPublisher(t, b), topic, 1)
+	require.NotNil(t, receive(t, ch))
 }
