@@ -114,6 +114,7 @@ type RetryError struct {
 	Final bool
 }
 
+// Error describes the failure for logs and users.
 func (e *RetryError) Error() string {
 	if e.Final {
 		return fmt.Sprintf("%v (relq: final attempt %d)", e.Err, e.Attempt)

@@ -155,6 +155,7 @@ type InProgressError struct {
 	Remaining time.Duration
 }
 
+// Error describes the failure for logs and users.
 func (e *InProgressError) Error() string {
 	return fmt.Sprintf("relq: message is being handled by another run (marker %s, expires in %v)", e.Key, e.Remaining)
 }

@@ -35,6 +35,7 @@ type NameError struct {
 	Reason string
 }
 
+// Error describes the failure for logs and users.
 func (e *NameError) Error() string {
 	return fmt.Sprintf("relq: invalid %s name %q: %s", e.Kind, e.Name, e.Reason)
 }
@@ -49,6 +50,7 @@ type SizeError struct {
 	Limit int
 }
 
+// Error describes the failure for logs and users.
 func (e *SizeError) Error() string {
 	return fmt.Sprintf("relq: message %s is %d bytes encoded, over the limit of %d", e.UUID, e.Size, e.Limit)
 }
@@ -63,6 +65,7 @@ type MetadataError struct {
 	Reason string
 }
 
+// Error describes the failure for logs and users.
 func (e *MetadataError) Error() string {
 	return fmt.Sprintf("relq: message %s: metadata %q: %s", e.UUID, e.Key, e.Reason)
 }
@@ -76,6 +79,7 @@ type ConfigError struct {
 	Reason string
 }
 
+// Error describes the failure for logs and users.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("relq: invalid config: %s %s", e.Field, e.Reason)
 }
