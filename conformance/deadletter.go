@@ -19,6 +19,36 @@ func testDeadLetter(t *testing.T, f Factory) {
 	run(t, f, "LeaseExpiredAtMaxDeliveries", Options{}, deadLetterLeaseExpired)
 	run(t, f, "ListedInPagesAndRequeuedAll", Options{}, deadLetterPaged)
 	run(t, f, "CorruptEntry", Options{}, deadLetterCorrupt)
+	run(t, f, "PurgeLimit", Options{}, deadLetterPurgeLimit)
+}
+
+// PurgeParams.Limit purges at most that many dead letters, the oldest first: a tool that
+// asked "delete these N?" deletes no letter that arrived after it counted.
+func deadLetterPurgeLimit(t *testing.T, h Harness) {
+	ctx := context.Background()
+	topic, group := topicName(), "billing"
+	require.NoError(t, h.Backend.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+	publishDirect(t, h, topic, 3)
+	for _, d := range claimN(t, h, topic, group, "c", 3, time.Minute) {
+		// One nack call each, in claim order, so the dead-lettered-at order is the claim order.
+		_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
+			Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "test"}}})
+		require.NoError(t, err)
+	}
+	before := deadLetters(t, h, topic, group, 0, 10)
+	require.Len(t, before, 3)
+
+	_, err := h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, Limit: -1})
+	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	n, err := h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	after := deadLetters(t, h, topic, group, 0, 10)
+	require.Len(t, after, 1)
+	require.Equal(t, before[2].ID, after[0].ID, "the newest dead letter is left")
+	n, err = h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 }
 
 // A message that always fails is delivered MaxDeliveries times, then waits in the dead-letter

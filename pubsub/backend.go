@@ -264,6 +264,9 @@ type RequeueParams struct {
 type PurgeParams struct {
 	Topic string
 	Group string
+	// Limit, when positive, purges at most that many dead letters, oldest first, so a tool
+	// that showed "N dead letters" deletes no more than those; 0 purges them all.
+	Limit int
 }
 
 // StatsParams are the inputs of Backend.Stats.

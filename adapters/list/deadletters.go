@@ -33,12 +33,12 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParam
 	return backendkit.Requeue(ctx, b.client, requeueScript, k.requeueKeys(), b.opts.BatchSize, p)
 }
 
-// PurgeDeadLetters deletes all the group's dead letters, in purge.lua calls of at most
-// Options.BatchSize each; a body goes with the last group that held it.
+// PurgeDeadLetters deletes the group's dead letters, oldest first (at most p.Limit when it is
+// positive), in purge.lua calls of at most Options.BatchSize each; a body goes with the last group that held it.
 func (b *Backend) PurgeDeadLetters(ctx context.Context, p *pubsub.PurgeParams) (int, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	return backendkit.Purge(ctx, b.client, purgeScript, k.purgeKeys(), b.opts.BatchSize)
+	return backendkit.Purge(ctx, b.client, purgeScript, k.purgeKeys(), b.opts.BatchSize, p.Limit)
 }

@@ -93,12 +93,13 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParam
 	return total, nil
 }
 
-// PurgeDeadLetters deletes all the group's dead letters, in purge.lua calls of at most
+// PurgeDeadLetters deletes the group's dead letters, oldest first (at most p.Limit when it is
+// positive), in purge.lua calls of at most
 // Options.BatchSize each. With DeleteOnAck, entries no other group needs go too.
 func (b *Backend) PurgeDeadLetters(ctx context.Context, p *pubsub.PurgeParams) (int, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	return backendkit.Purge(ctx, b.client, purgeScript, k.purgeKeys(), b.opts.BatchSize, b.deleteOnAck())
+	return backendkit.Purge(ctx, b.client, purgeScript, k.purgeKeys(), b.opts.BatchSize, p.Limit, b.deleteOnAck())
 }

@@ -80,19 +80,27 @@ func Requeue(ctx context.Context, client redis.Scripter, script *redis.Script, k
 	return total, nil
 }
 
-// Purge runs an adapter's purge.lua, with ARGV batch then extra, until a call deletes fewer
-// than batch, and returns how many were deleted in all (so far, when a call fails).
-func Purge(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, extra ...any) (int, error) {
-	args := append([]any{batch}, extra...)
+// Purge runs an adapter's purge.lua, with ARGV n (at most batch) then extra, until a call
+// deletes fewer than it was asked to or limit (when positive) are deleted, and returns how
+// many were deleted in all (so far, when a call fails).
+func Purge(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch, limit int, extra ...any) (int, error) {
+	if limit < 0 {
+		return 0, &pubsub.ConfigError{Field: "PurgeParams.Limit", Reason: "must not be negative"}
+	}
 	total := 0
-	for {
-		n, err := script.Run(ctx, client, keys, args...).Int()
+	for limit == 0 || total < limit {
+		n := batch
+		if limit > 0 {
+			n = min(n, limit-total)
+		}
+		got, err := script.Run(ctx, client, keys, append([]any{n}, extra...)...).Int()
 		if err != nil {
 			return total, err
 		}
-		total += n
-		if n < batch {
-			return total, nil
+		total += got
+		if got < n {
+			break
 		}
 	}
+	return total, nil
 }

@@ -343,7 +343,7 @@ PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all
 					return errors.New("purge not confirmed")
 				}
 			}
-			n, err := b.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: d.ref.topic, Group: d.group})
+			n, err := b.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: d.ref.topic, Group: d.group, Limit: int(total)})
 			if n > 0 || err == nil {
 				fmt.Fprintf(out, "Purged %d dead letter%s of %s.\n", n, plural(n), d.describe())
 			}

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
+	"io"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -194,4 +197,39 @@ func TestDeadOnADrainedListTopic(t *testing.T) {
 	code, _, _ = f.run(append([]string{"dead", "requeue", "--all"}, base...)...)
 	require.Equal(t, 0, code)
 	require.Equal(t, int64(1), f.stats(f.list, "drained", pubsub.DefaultGroup).Ready)
+}
+
+// readerFunc runs a function on the first Read, then reads from its Reader: the moment a
+// prompt is answered.
+type readerFunc struct {
+	before func()
+	io.Reader
+}
+
+func (r *readerFunc) Read(p []byte) (int, error) {
+	if r.before != nil {
+		r.before()
+		r.before = nil
+	}
+	return r.Reader.Read(p)
+}
+
+// A dead letter that arrives while the prompt waits is not purged: the confirmation was for
+// the letters counted.
+func TestDeadPurgeDeletesOnlyWhatWasConfirmed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fillDead(f)
+	in := &readerFunc{Reader: strings.NewReader("y\n"), before: func() {
+		f.bury(f.list, "orders", "billing", "late", f.claim(f.list, "orders", "billing", 1)...)
+	}}
+	code, out, errOut := runTool(t, context.Background(), Env{Getenv: urlEnv(f.url), In: in},
+		"dead", "purge", "--topic", "orders", "--group", "billing", "--all", "--prefix", f.prefix)
+	require.Equal(t, 0, code)
+	require.Contains(t, errOut, "Delete all 5 dead letters")
+	require.Contains(t, out, "Purged 5 dead letters")
+	dls, err := f.list.DeadLetters(context.Background(), &pubsub.DeadLettersParams{Topic: "orders", Group: "billing"})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	require.Equal(t, "late", dls[0].Reason)
 }
