@@ -22,6 +22,7 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/metrics"
 	"github.com/relq/relq/pubsub"
@@ -439,4 +440,26 @@ func TestCollectorConstLabels(t *testing.T) {
 app_relq_ready{backend="zset",group="default",prefix="billing",topic="orders"} 1
 app_relq_ready{backend="zset",group="default",prefix="mail",topic="orders"} 1
 `), "app_relq_ready"))
+}
+
+// Another program's consumer group on a streams topic, under a name relq does not accept,
+// is left out; relq's own groups are still reported.
+func TestCollectorSkipsForeignGroups(t *testing.T) {
+	t.Parallel()
+	c := redistest.Shared(t).Client(t)
+	prefix := redistest.Prefix(t)
+	b, err := streams.New(c, streams.Options{Prefix: prefix})
+	require.NoError(t, err)
+	publish(t, b, "events", 1, 0)
+	stream := keys.Join(keys.Tag(prefix, "events"), "stream")
+	require.NoError(t, c.XGroupCreate(context.Background(), stream, "other app", "0").Err())
+
+	col, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"events"}})
+	require.NoError(t, err)
+	m := gather(t, col)
+	require.Equal(t, 1.0, m[`relq_stats_up{backend="streams"}`])
+	require.Equal(t, 1.0, m[`relq_ready{backend="streams",group="default",topic="events"}`])
+	for k := range m {
+		require.NotContains(t, k, "other app")
+	}
 }

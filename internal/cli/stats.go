@@ -114,8 +114,8 @@ func (s *session) stats(ctx context.Context, topic, group string) ([]statsRow, e
 			return nil, err
 		}
 		for _, g := range groups {
-			if group != "" && g != group {
-				continue
+			if (group != "" && g != group) || pubsub.ValidateName("group", g) != nil {
+				continue // another program's consumer group (streams) that relq cannot read
 			}
 			st, err := ref.backend.Stats(ctx, &pubsub.StatsParams{Topic: ref.topic, Group: g})
 			if err != nil {

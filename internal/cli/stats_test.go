@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/internal/keys"
 )
 
 // fillOrders leaves orders/billing (list) with 2 ready, 1 delayed, 1 pending and 1 dead
@@ -122,4 +124,19 @@ func TestStatsWatchStopsOnAnErrorInTheFirstFrame(t *testing.T) {
 	code, _, errOut := f.run("stats", "--watch", "--topic", "nope")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `topic "nope" not found`)
+}
+
+// Another program's consumer group on a streams topic, under a name relq does not accept, is
+// left out of the table instead of failing it.
+func TestStatsSkipsForeignGroups(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.publish(f.stream, "events", 1, 0)
+	stream := keys.Join(keys.Tag(f.prefix, "events"), "stream")
+	require.NoError(t, f.c.XGroupCreate(context.Background(), stream, "other app", "0").Err())
+
+	code, out, errOut := f.run("stats")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^streams\s+events\s+default\s+1\s`, out)
+	require.NotContains(t, out, "other app")
 }
