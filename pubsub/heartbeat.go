@@ -54,6 +54,7 @@ func (s *subscription) reclaim() {
 		Topic: s.topic, Group: s.config.Group,
 		MaxDeliveries: s.config.MaxDeliveries, OrphanLease: s.config.Lease,
 	}
+	register := &EnsureGroupParams{Topic: s.topic, Group: s.config.Group, FromOldest: s.config.FromOldest}
 	var wait time.Duration
 	for sleep(wait, s.stopping) {
 		res, err := s.backend.Reclaim(s.hard, p)
@@ -64,7 +65,7 @@ func (s *subscription) reclaim() {
 		// Register the group again: a failover to a replica that missed Subscribe's
 		// registration would otherwise leave the group out of every later publish for good.
 		// Idempotent, one round trip per ReclaimInterval.
-		if err := s.backend.EnsureGroup(s.hard, &EnsureGroupParams{Topic: s.topic, Group: s.config.Group}); err != nil {
+		if err := s.backend.EnsureGroup(s.hard, register); err != nil {
 			wait = r.failed(err)
 			continue
 		}

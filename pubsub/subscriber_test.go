@@ -8,7 +8,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/adapters/zset"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
@@ -234,22 +238,63 @@ func TestNackReasonIsKeptWithTheDeadLetter(t *testing.T) {
 // within a ReclaimInterval, so later publishes reach the group again.
 func TestSubscriberRegistersItsGroupAgain(t *testing.T) {
 	t.Parallel()
-	c := redistest.Shared(t).Client(t)
-	prefix := redistest.Prefix(t)
-	b, err := list.New(c, list.Options{Prefix: prefix})
-	require.NoError(t, err)
-	const topic = "lost"
-	sub := newSubscriber(t, b, pubsub.SubscriberConfig{Group: "billing", ReclaimInterval: 50 * time.Millisecond})
-	ch, err := sub.Subscribe(context.Background(), topic)
-	require.NoError(t, err)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		backend func(c redis.UniversalClient, prefix string) (pubsub.Backend, error)
+		lose    func(c redis.UniversalClient, tag string) error
+		has     func(c redis.UniversalClient, tag string) bool
+	}{
+		{"list",
+			func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+				return list.New(c, list.Options{Prefix: p})
+			},
+			func(c redis.UniversalClient, tag string) error {
+				return c.SRem(ctx, keys.Join(tag, "groups"), "billing").Err()
+			},
+			func(c redis.UniversalClient, tag string) bool {
+				return c.SIsMember(ctx, keys.Join(tag, "groups"), "billing").Val()
+			}},
+		{"zset",
+			func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+				return zset.New(c, zset.Options{Prefix: p})
+			},
+			func(c redis.UniversalClient, tag string) error {
+				return c.SRem(ctx, keys.Join(tag, "zgroups"), "billing").Err()
+			},
+			func(c redis.UniversalClient, tag string) bool {
+				return c.SIsMember(ctx, keys.Join(tag, "zgroups"), "billing").Val()
+			}},
+		{"streams",
+			func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+				return streams.New(c, streams.Options{Prefix: p})
+			},
+			func(c redis.UniversalClient, tag string) error {
+				return c.XGroupDestroy(ctx, keys.Join(tag, "stream"), "billing").Err()
+			},
+			func(c redis.UniversalClient, tag string) bool {
+				groups, err := c.XInfoGroups(ctx, keys.Join(tag, "stream")).Result()
+				return err == nil && len(groups) == 1 && groups[0].Name == "billing"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := redistest.Shared(t).Client(t)
+			prefix := redistest.Prefix(t)
+			b, err := tc.backend(c, prefix)
+			require.NoError(t, err)
+			const topic = "lost"
+			sub := newSubscriber(t, b, pubsub.SubscriberConfig{Group: "billing", ReclaimInterval: 50 * time.Millisecond})
+			ch, err := sub.Subscribe(ctx, topic)
+			require.NoError(t, err)
+			tag := keys.Tag(prefix, topic)
+			require.True(t, tc.has(c, tag), "Subscribe registered the group")
 
-	registry := keys.Join(keys.Tag(prefix, topic), "groups")
-	require.NoError(t, c.SRem(context.Background(), registry, "billing").Err())
-	require.Eventually(t, func() bool {
-		ok, err := c.SIsMember(context.Background(), registry, "billing").Result()
-		return err == nil && ok
-	}, waitFor, 10*time.Millisecond, "the reclaim loop registers the group again")
-
-	publishN(t, newPublisher(t, b), topic, 1)
-	require.NotNil(t, receive(t, ch))
+			require.NoError(t, tc.lose(c, tag))
+			require.Eventually(t, func() bool { return tc.has(c, tag) }, waitFor, 10*time.Millisecond,
+				"the reclaim loop registers the group again")
+			publishN(t, newPublisher(t, b), topic, 1)
+			require.True(t, receive(t, ch).Ack())
+		})
+	}
 }
