@@ -57,12 +57,15 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	e.Publish("t", "x", "y", "z")
 	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c1", Lease: time.Minute}
 
-	// BLMOVE moved "1"; Reclaim leased it as an orphan before register ran.
-	id, err := e.b.Faults().InjectOrphan(e.Ctx, "t", "g")
-	require.NoError(t, err)
+	// BLMOVE moved the entry of "1"; Reclaim made it the bare id with an orphan lease before
+	// register ran, which gets the entry BLMOVE returned and takes the orphan over.
+	entry := e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val()
+	require.Regexp(t, `^1@\d+$`, entry)
+	id := "1"
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Orphans)
+	require.Equal(t, []string{id}, e.LRange(k.processing))
 	orphanSince := e.ZScore(k.pendingAt, id)
-	ds, err := e.b.register(e.Ctx, k, p, 1, id)
+	ds, err := e.b.register(e.Ctx, k, p, 1, entry)
 	require.NoError(t, err)
 	require.Equal(t, []string{id}, adaptertest.IDs(ds))
 	require.Equal(t, 1, ds[0].Attempt)
@@ -71,19 +74,23 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 
 	// Registering a held id returns nothing for it; the script claims from ready instead.
 	p.Consumer = "c2"
-	ds, err = e.b.register(e.Ctx, k, p, 1, id)
+	ds, err = e.b.register(e.Ctx, k, p, 1, entry)
 	require.NoError(t, err)
 	require.Equal(t, []string{"2"}, adaptertest.IDs(ds))
 	require.Equal(t, map[string]string{id: "c1", "2": "c2"}, e.Hash(k.holders))
 
-	// An id not in processing (say its orphan lease expired and it went back to ready) is not
-	// registered; here it is then claimed from ready, once.
-	ds, err = e.b.register(e.Ctx, k, p, 1, "3")
+	// The usual case: the entry BLMOVE moved is still there, and becomes the bare id in place.
+	entry = e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val()
+	require.Regexp(t, `^3@\d+$`, entry)
+	ds, err = e.b.register(e.Ctx, k, p, 1, entry)
 	require.NoError(t, err)
 	require.Equal(t, []string{"3"}, adaptertest.IDs(ds))
 	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.attempts))
 	require.Equal(t, []string{"3", "2", "1"}, e.LRange(k.processing))
-	ds, err = e.b.register(e.Ctx, k, p, 1, "99")
+
+	// An entry no longer in processing (say its orphan lease expired and it went back to
+	// ready, then was claimed) is not registered, and ready is empty: nothing comes back.
+	ds, err = e.b.register(e.Ctx, k, p, 1, "99@1")
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	require.Equal(t, []string{"3", "2", "1"}, e.LRange(k.processing))
