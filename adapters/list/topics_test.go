@@ -90,8 +90,8 @@ func TestTopicsIgnoresLookalikeKeys(t *testing.T) {
 	require.Equal(t, []string{"elsewhere"}, topics)
 }
 
-// The list and zset backends keep the same registry; a group's ready key tells them apart
-// while something is ready. Streams topics have no registry at all.
+// Each backend finds its topics by a key only it writes (list T:groups, zset T:zgroups,
+// streams T:stream), so the list backend lists none of the others' topics.
 func TestTopicsLeavesOutOtherBackendsTopics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

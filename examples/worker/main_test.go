@@ -30,6 +30,8 @@ metrics:
   relq_handler_messages_total{handler="charge",outcome="success",topic="payments"} 2
 `
 	var out bytes.Buffer
-	require.NoError(t, run(t.Context(), &out, redistest.Shared(t).URL()))
+	// A private server, as the other examples' tests use: run deletes its fixed key prefix,
+	// which must never happen on a Redis given in RELQ_TEST_REDIS_URL.
+	require.NoError(t, run(t.Context(), &out, redistest.Start(t, redistest.Options{}).URL()))
 	require.Equal(t, want, out.String())
 }
