@@ -55,7 +55,7 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	t.Logf("pickup after publish: %v", r.at.Sub(published))
 
 	k := e.gk("t", "g")
-	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.Hash(k.holders))
+	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.holders(k))
 	require.Equal(t, []string{"2", "1"}, e.LRange(k.processing), "processing holds bare ids")
 	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 }

@@ -16,9 +16,9 @@
 //	T:g:<group>:delayed        ZSET    id -> due (ms): delayed publishes and nack backoff
 //	T:g:<group>:processing     LIST    ids claimed (pending), newest at the left
 //	T:g:<group>:leases         ZSET    id -> lease deadline (ms)
-//	T:g:<group>:holders        HASH    id -> consumer holding the lease (none: orphan lease)
+//	T:g:<group>:holders        HASH    id -> "consumer:since": lease holder, pending since (ms);
+//	                                   ":since" for an orphan lease, held by nobody
 //	T:g:<group>:attempts       HASH    id -> deliveries so far (the fencing token with holder)
-//	T:g:<group>:pending_at     ZSET    id -> pending since (ms), for OldestPendingAge
 //	T:g:<group>:dead           ZSET    id -> dead-lettered at (ms), oldest first
 //	T:g:<group>:dead_reasons   HASH    id -> dead-letter reason
 //	T:g:<group>:counters       HASH    cumulative counters (published, claimed, acked, ...)

@@ -58,3 +58,24 @@ func (e *env) readySince(ready string) map[string]int64 {
 	}
 	return out
 }
+
+// holders returns id -> consumer of the group's holders ("consumer:since"; "" for an orphan
+// lease, held by nobody).
+func (e *env) holders(k groupKeys) map[string]string {
+	out := map[string]string{}
+	for id, v := range e.Hash(k.holders) {
+		consumer, _, ok := strings.Cut(v, ":")
+		require.True(e.T, ok, "holder %q carries its pending-since time", v)
+		out[id] = consumer
+	}
+	return out
+}
+
+// pendingSince returns the pending-since time (ms) stored with id's holder.
+func (e *env) pendingSince(k groupKeys, id string) int64 {
+	_, since, ok := strings.Cut(e.Hash(k.holders)[id], ":")
+	require.True(e.T, ok, "%s has a holder", id)
+	n, err := strconv.ParseInt(since, 10, 64)
+	require.NoError(e.T, err)
+	return n
+}

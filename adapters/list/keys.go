@@ -19,9 +19,8 @@ type groupKeys struct {
 	processing string // LIST of ids claimed (BLMOVE/LMOVE target), newest on the left
 	delayed    string // ZSET id -> due time (ms)
 	leases     string // ZSET id -> lease deadline (ms)
-	holders    string // HASH id -> consumer holding the lease (absent for orphan leases)
+	holders    string // HASH id -> "consumer:pending since (ms)" (":since" for an orphan lease)
 	attempts   string // HASH id -> deliveries so far
-	pendingAt  string // ZSET id -> pending since (ms), for OldestPendingAge
 	dead       string // ZSET id -> dead-lettered at (ms)
 	reasons    string // HASH id -> dead-letter reason
 	counters   string // HASH of cumulative counters
@@ -52,7 +51,6 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 		leases:     g("leases"),
 		holders:    g("holders"),
 		attempts:   g("attempts"),
-		pendingAt:  g("pending_at"),
 		dead:       g("dead"),
 		reasons:    g("dead_reasons"),
 		counters:   g("counters"),
@@ -64,23 +62,23 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 
 func (k groupKeys) claimKeys() []string {
 	return []string{k.ready, k.processing, k.delayed, k.leases, k.holders, k.attempts,
-		k.pendingAt, k.counters, k.topic.bodies}
-}
-
-func (k groupKeys) registerKeys() []string {
-	return []string{k.ready, k.processing, k.leases, k.holders, k.attempts, k.pendingAt,
 		k.counters, k.topic.bodies}
 }
 
+func (k groupKeys) registerKeys() []string {
+	return []string{k.ready, k.processing, k.leases, k.holders, k.attempts, k.counters,
+		k.topic.bodies}
+}
+
 func (k groupKeys) ackKeys() []string {
-	return []string{k.processing, k.leases, k.holders, k.attempts, k.pendingAt, k.counters,
-		k.topic.bodies, k.topic.refs}
+	return []string{k.processing, k.leases, k.holders, k.attempts, k.counters, k.topic.bodies,
+		k.topic.refs}
 }
 
 // settleKeys serve nack.lua and reclaim.lua.
 func (k groupKeys) settleKeys() []string {
-	return []string{k.ready, k.processing, k.delayed, k.holders, k.attempts, k.pendingAt,
-		k.leases, k.dead, k.reasons, k.counters}
+	return []string{k.ready, k.processing, k.delayed, k.holders, k.attempts, k.leases, k.dead,
+		k.reasons, k.counters}
 }
 
 func (k groupKeys) extendKeys() []string {
@@ -105,7 +103,7 @@ func (k groupKeys) purgeKeys() []string {
 }
 
 func (k groupKeys) statsKeys() []string {
-	return []string{k.ready, k.delayed, k.processing, k.dead, k.pendingAt, k.counters}
+	return []string{k.ready, k.delayed, k.processing, k.dead, k.holders, k.counters}
 }
 
 func (k groupKeys) injectKeys() []string {

@@ -31,8 +31,7 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.Equal(t, []string{"3"}, e.readyIDs(k.ready))
 	require.Equal(t, []string{"2", "1"}, e.LRange(k.processing))
 	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.leases))
-	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pendingAt))
-	require.Equal(t, map[string]string{"1": "c1", "2": "c1"}, e.Hash(k.holders))
+	require.Equal(t, map[string]string{"1": "c1", "2": "c1"}, e.holders(k))
 	require.Equal(t, map[string]string{"1": "1", "2": "1"}, e.Hash(k.attempts))
 
 	rest := e.Claim("orders", pubsub.DefaultGroup, "c1", 5)

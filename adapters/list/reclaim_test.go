@@ -27,7 +27,7 @@ func TestOrphanInProcessingGetsALeaseAndIsReclaimedWhenItExpires(t *testing.T) {
 	require.Equal(t, pubsub.ReclaimResult{Orphans: 1}, e.Reclaim("t", "g", 0))
 	require.Equal(t, []string{id}, e.LRange(k.processing), "the orphan's entry becomes its bare id")
 	require.Equal(t, []string{id}, e.ZMembers(k.leases))
-	require.Empty(t, e.Hash(k.holders), "an orphan lease has no holder")
+	require.Equal(t, map[string]string{id: ""}, e.holders(k), "an orphan lease is held by nobody")
 	require.Equal(t, int64(1), e.Stats("t", "g").Pending)
 	require.Equal(t, pubsub.ReclaimResult{}, e.Reclaim("t", "g", 0), "found once")
 
@@ -64,20 +64,21 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	id := "1"
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Orphans)
 	require.Equal(t, []string{id}, e.LRange(k.processing))
-	orphanSince := e.ZScore(k.pendingAt, id)
+	require.Equal(t, map[string]string{id: ""}, e.holders(k), "an orphan lease is held by nobody")
+	orphanSince := e.pendingSince(k, id)
 	ds, err := e.b.register(e.Ctx, k, p, 1, entry)
 	require.NoError(t, err)
 	require.Equal(t, []string{id}, adaptertest.IDs(ds))
 	require.Equal(t, 1, ds[0].Attempt)
-	require.Equal(t, map[string]string{id: "c1"}, e.Hash(k.holders))
-	require.Equal(t, orphanSince, e.ZScore(k.pendingAt, id), "pending since first sight")
+	require.Equal(t, map[string]string{id: "c1"}, e.holders(k))
+	require.Equal(t, orphanSince, e.pendingSince(k, id), "pending since first sight")
 
 	// Registering a held id returns nothing for it; the script claims from ready instead.
 	p.Consumer = "c2"
 	ds, err = e.b.register(e.Ctx, k, p, 1, entry)
 	require.NoError(t, err)
 	require.Equal(t, []string{"2"}, adaptertest.IDs(ds))
-	require.Equal(t, map[string]string{id: "c1", "2": "c2"}, e.Hash(k.holders))
+	require.Equal(t, map[string]string{id: "c1", "2": "c2"}, e.holders(k))
 
 	// The usual case: the entry BLMOVE moved is still there, and becomes the bare id in place.
 	entry = e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val()

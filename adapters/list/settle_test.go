@@ -20,7 +20,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	e.expire("t", "g", old.ID)
 	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
 	require.Equal(t, []string{old.ID}, e.readyIDs(k.ready))
-	require.Empty(t, e.Hash(k.holders))
+	require.Empty(t, e.holders(k))
 	require.Equal(t, pubsub.ReclaimResult{}, e.Reclaim("t", "g", 0), "reclaim is idempotent")
 
 	cur := e.Claim("t", "g", "c2", 1)[0]
@@ -37,7 +37,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	require.Equal(t, pubsub.NackResult{Stale: 1}, res)
 
 	require.Equal(t, []string{cur.ID}, e.LRange(k.processing), "stale calls changed nothing")
-	require.Equal(t, map[string]string{cur.ID: "c2"}, e.Hash(k.holders))
+	require.Equal(t, map[string]string{cur.ID: "c2"}, e.holders(k))
 	require.Equal(t, map[string]string{cur.ID: "2"}, e.Hash(k.attempts))
 	require.Equal(t, deadline, e.ZScore(k.leases, cur.ID))
 	require.Empty(t, e.readyIDs(k.ready))

@@ -20,9 +20,9 @@ func TestStatsCountsAndAges(t *testing.T) {
 	e.PublishDelayed("t", time.Hour, "d")
 	d := e.Claim("t", "g", "c", 2)
 	// Age the oldest pending and ready entries by a known amount, on the Redis clock.
-	now := e.ZScore(k.pendingAt, d[0].ID)
-	require.NoError(t, e.C.ZAdd(e.Ctx, k.pendingAt, zmember(now-60_000, d[0].ID)).Err())
-	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("3@%.0f", now-120_000)).Err())
+	now := e.pendingSince(k, d[0].ID)
+	require.NoError(t, e.C.HSet(e.Ctx, k.holders, d[0].ID, fmt.Sprintf("c:%d", now-60_000)).Err())
+	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("3@%d", now-120_000)).Err())
 	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
 	s := e.Stats("t", "g")
@@ -63,4 +63,25 @@ func TestOldestReadyAgeLooksPastRetriesAndAtTheBack(t *testing.T) {
 	require.Equal(t, pubsub.ReclaimResult{Promoted: 1}, e.Reclaim("t", "g", 0))
 	require.Equal(t, late, e.readyIDs(k.ready)[0], "promoted at the back")
 	require.InDelta(t, time.Hour, e.Stats("t", "g").OldestReadyAge, float64(5*time.Second))
+}
+
+// OldestPendingAge comes from the pending-since time kept with each holder; an entry BLMOVE
+// moved and nobody registered yet has none and is counted as pending, not aged.
+func TestOldestPendingAgeFromHolders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	e.Publish("t", "a", "b", "c")
+	d := e.Claim("t", "g", "c", 2)
+	since := e.pendingSince(k, d[0].ID)
+	require.NoError(t, e.C.HSet(e.Ctx, k.holders, d[0].ID, fmt.Sprintf("c:%d", since-90_000)).Err())
+	require.Regexp(t, `^3@\d+$`, e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val())
+
+	s := e.Stats("t", "g")
+	require.Equal(t, int64(3), s.Pending)
+	require.InDelta(t, 90*time.Second, s.OldestPendingAge, float64(5*time.Second))
+
+	e.Ack("t", "g", "c", d[0])
+	require.Less(t, e.Stats("t", "g").OldestPendingAge, 30*time.Second, "the next oldest claim")
 }

@@ -5,10 +5,17 @@
 -- k.bodies (HASH id -> envelope), k.refs (HASH id -> groups holding it, written only when more
 -- than one) and, for zset, k.prio (HASH id -> priority).
 
+-- holder returns the consumer in a holders value: list stores "consumer:since" (":since" for
+-- an orphan lease, held by nobody), zset the bare consumer. Consumer names hold no ':'.
+local function holder(v)
+  if not v then return nil end
+  return string.match(v, '^([^:]*):') or v
+end
+
 -- holds reports whether consumer holds attempt of id: the fencing check. A lease without a
 -- holder (a list orphan lease) is held by nobody.
 local function holds(k, id, consumer, attempt)
-  return redis.call('HGET', k.holders, id) == consumer and redis.call('HGET', k.attempts, id) == attempt
+  return holder(redis.call('HGET', k.holders, id)) == consumer and redis.call('HGET', k.attempts, id) == attempt
 end
 
 -- unref drops one group's reference to a message and deletes its body (and priority) with the

@@ -1,11 +1,10 @@
 -- claim.lua: promote due delayed messages of a group, then claim up to N ready ones.
 --
--- KEYS[1] -> ready (LIST of "id@ms")   KEYS[6] -> attempts (HASH id -> attempt)
--- KEYS[2] -> processing (LIST of ids)   KEYS[7] -> pending_at (ZSET id -> pending since, ms)
--- KEYS[3] -> delayed (ZSET)             KEYS[8] -> counters (HASH)
+-- KEYS[1] -> ready (LIST of "id@ms")   KEYS[5] -> holders (HASH id -> "consumer:pending since")
+-- KEYS[2] -> processing (LIST of ids)   KEYS[6] -> attempts (HASH id -> attempt)
+-- KEYS[3] -> delayed (ZSET)             KEYS[7] -> counters (HASH)
 -- KEYS[4] -> leases (ZSET id -> deadline, ms)
--- KEYS[5] -> holders (HASH id -> consumer)
--- KEYS[9] -> {p:t}:bodies (HASH id -> envelope bytes)
+-- KEYS[8] -> {p:t}:bodies (HASH id -> envelope bytes)
 -- ARGV[1] -> consumer
 -- ARGV[2] -> N, the most messages to claim
 -- ARGV[3] -> lease in ms
@@ -15,7 +14,7 @@
 -- wakes up in time to promote it.
 
 local k = {ready = KEYS[1], processing = KEYS[2], delayed = KEYS[3], leases = KEYS[4],
-  holders = KEYS[5], attempts = KEYS[6], pending = KEYS[7], counters = KEYS[8], bodies = KEYS[9]}
+  holders = KEYS[5], attempts = KEYS[6], counters = KEYS[7], bodies = KEYS[8]}
 local now = now_ms()
 promote(k, now, tonumber(ARGV[4]))
 local out = {-1}

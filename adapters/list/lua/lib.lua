@@ -19,11 +19,16 @@ local function split(e)
   return string.sub(e, 1, at - 1), tonumber(string.sub(e, at + 1))
 end
 
--- unlease removes the lease, holder and pending-since of id (not its attempt count).
+-- unlease removes the lease and holder (with the pending-since time) of id, not its attempts.
 local function unlease(k, id)
   redis.call('ZREM', k.leases, id)
   redis.call('HDEL', k.holders, id)
-  redis.call('ZREM', k.pending, id)
+end
+
+-- since_of returns the pending-since time (ms) in a holders value "consumer:since", or nil.
+local function since_of(v)
+  if not v then return nil end
+  return tonumber(string.match(v, ':(%d+)$'))
 end
 
 -- make_ready puts id back at the consume end of ready, ready since now.
@@ -32,12 +37,12 @@ local function make_ready(k, id, now)
 end
 
 -- lease registers a claim of id (already in processing) for consumer and returns its attempt.
--- Pending-since is kept when set (an orphan lease taken over), so the age counts from first sight.
-local function lease(k, id, consumer, now, deadline)
+-- The holder is stored with the time id became pending: since, when given (an orphan lease
+-- taken over, so the age counts from first sight), else now.
+local function lease(k, id, consumer, now, deadline, since)
   local attempt = redis.call('HINCRBY', k.attempts, id, 1)
   redis.call('ZADD', k.leases, deadline, id)
-  redis.call('HSET', k.holders, id, consumer)
-  redis.call('ZADD', k.pending, 'NX', now, id)
+  redis.call('HSET', k.holders, id, consumer .. ':' .. string.format('%d', since or now))
   return attempt
 end
 

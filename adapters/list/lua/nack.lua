@@ -4,18 +4,16 @@
 -- An immediate retry and a release go to the consume end of ready (RPUSH), so the message is
 -- the next one claimed and FIFO order survives a retry; a delayed retry waits in delayed.
 --
--- KEYS[1] -> ready (LIST)        KEYS[4] -> holders (HASH)      KEYS[8]  -> dead (ZSET id -> dead at)
--- KEYS[2] -> processing (LIST)   KEYS[5] -> attempts (HASH)     KEYS[9]  -> dead_reasons (HASH)
--- KEYS[3] -> delayed (ZSET)      KEYS[6] -> pending_at (ZSET)   KEYS[10] -> counters (HASH)
---                                KEYS[7] -> leases (ZSET)
+-- KEYS[1] -> ready (LIST)        KEYS[4] -> holders (HASH)      KEYS[7]  -> dead (ZSET id -> dead at)
+-- KEYS[2] -> processing (LIST)   KEYS[5] -> attempts (HASH)     KEYS[8]  -> dead_reasons (HASH)
+-- KEYS[3] -> delayed (ZSET)      KEYS[6] -> leases (ZSET)       KEYS[9]  -> counters (HASH)
 -- ARGV[1] -> consumer nacking
 -- ARGV[2] -> max deliveries (0: no limit)
 -- ARGV[3+5i .. 7+5i] -> item i: id, attempt, delay ms, mode (0 retry, 1 dead-letter, 2 release), reason
 -- Returns {requeued, dead_lettered, stale}.
 
 local k = {ready = KEYS[1], processing = KEYS[2], delayed = KEYS[3], holders = KEYS[4],
-  attempts = KEYS[5], pending = KEYS[6], leases = KEYS[7], dead = KEYS[8], reasons = KEYS[9],
-  counters = KEYS[10]}
+  attempts = KEYS[5], leases = KEYS[6], dead = KEYS[7], reasons = KEYS[8], counters = KEYS[9]}
 local consumer, max = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 local requeued, buried, stale, nacked = 0, 0, 0, 0

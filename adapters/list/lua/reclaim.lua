@@ -6,18 +6,16 @@
 -- Orphans are looked for among the N oldest entries of processing (its right end): an orphan
 -- drifts there as older entries are acked or reclaimed, so every orphan is found eventually.
 --
--- KEYS[1] -> ready (LIST)        KEYS[4] -> holders (HASH)      KEYS[8]  -> dead (ZSET)
--- KEYS[2] -> processing (LIST)   KEYS[5] -> attempts (HASH)     KEYS[9]  -> dead_reasons (HASH)
--- KEYS[3] -> delayed (ZSET)      KEYS[6] -> pending_at (ZSET)   KEYS[10] -> counters (HASH)
---                                KEYS[7] -> leases (ZSET)
+-- KEYS[1] -> ready (LIST)        KEYS[4] -> holders (HASH)      KEYS[7]  -> dead (ZSET)
+-- KEYS[2] -> processing (LIST)   KEYS[5] -> attempts (HASH)     KEYS[8]  -> dead_reasons (HASH)
+-- KEYS[3] -> delayed (ZSET)      KEYS[6] -> leases (ZSET)       KEYS[9]  -> counters (HASH)
 -- ARGV[1] -> max deliveries (0: no limit)
 -- ARGV[2] -> orphan lease in ms
 -- ARGV[3] -> N, the most ids handled by each of the three steps
 -- Returns {reclaimed, dead_lettered, orphans, promoted}.
 
 local k = {ready = KEYS[1], processing = KEYS[2], delayed = KEYS[3], holders = KEYS[4],
-  attempts = KEYS[5], pending = KEYS[6], leases = KEYS[7], dead = KEYS[8], reasons = KEYS[9],
-  counters = KEYS[10]}
+  attempts = KEYS[5], leases = KEYS[6], dead = KEYS[7], reasons = KEYS[8], counters = KEYS[9]}
 local max, orphanLease, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local reclaimed, buried, orphans = 0, 0, 0
@@ -48,7 +46,7 @@ for j, e in ipairs(oldest) do
   if id ~= e then redis.call('LSET', k.processing, j - 1 - #oldest, id) end
   if not redis.call('ZSCORE', k.leases, id) then
     redis.call('ZADD', k.leases, now + orphanLease, id)
-    redis.call('ZADD', k.pending, now, id)
+    redis.call('HSET', k.holders, id, ':' .. string.format('%d', now)) -- held by nobody
     orphans = orphans + 1
   end
 end
