@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,18 +67,26 @@ func start(dir string, opts Options) (*Server, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, errors.New("redis-server not found on PATH; run `make test`, which installs it")
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	// A free port can be taken by another process before redis-server binds it (and a
+	// cluster node also binds port+10000), so a start that lost that race tries another port.
+	cluster := slices.Contains(opts.Args, "--cluster-enabled")
+	for attempt := 1; ; attempt++ {
+		port, err := freePort(cluster)
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{Port: port, Dir: dir, extra: opts.Args}
+		if err := s.writeConfig(opts); err != nil {
+			return nil, err
+		}
+		err = s.Start()
+		if err == nil {
+			return s, nil
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "Address already in use") {
+			return nil, err
+		}
 	}
-	s := &Server{Port: port, Dir: dir, extra: opts.Args}
-	if err := s.writeConfig(opts); err != nil {
-		return nil, err
-	}
-	if err := s.Start(); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 func (s *Server) writeConfig(opts Options) error {
@@ -219,7 +228,7 @@ func (s *Server) Start() error {
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
 	go s.supervise(cmd, done)
-	return s.waitReady(10 * time.Second)
+	return s.waitReady(10*time.Second, done)
 }
 
 // supervise reaps the process; when a RestartCommand asked for it, it starts the server
@@ -238,7 +247,8 @@ func (s *Server) supervise(cmd *exec.Cmd, done chan struct{}) {
 	}
 }
 
-func (s *Server) waitReady(timeout time.Duration) error {
+// waitReady waits until the server answers PING, and fails at once if it exited.
+func (s *Server) waitReady(timeout time.Duration, exited <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, TLSConfig: s.ClientTLS()})
 	defer c.Close()
@@ -248,6 +258,12 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		cancel()
 		if err == nil {
 			return nil
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			return fmt.Errorf("redistest: redis-server on port %d exited before it was ready\n%s", s.Port, log)
+		default:
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
@@ -308,11 +324,28 @@ func (s *Server) Outage(d time.Duration) error {
 	return s.Start()
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePort returns a port nothing listens on; with cluster, one whose cluster bus port
+// (port+10000) is free too.
+func freePort(cluster bool) (int, error) {
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if !cluster {
+			l.Close()
+			return port, nil
+		}
+		if port+10000 > 65535 {
+			l.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000))
+		l.Close()
+		if err == nil {
+			bus.Close()
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
