@@ -86,6 +86,7 @@ func start(dir string, opts Options) (*Server, error) {
 		if attempt == 5 || !strings.Contains(err.Error(), "Address already in use") {
 			return nil, err
 		}
+		_ = os.Remove(filepath.Join(dir, "nodes.conf")) // written for the port that failed
 	}
 }
 
