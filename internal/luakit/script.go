@@ -18,8 +18,9 @@ type Lib string
 // laid out alike by the list and zset adapters: the fencing check and burying a dead letter.
 const GroupState Lib = "groupstate.lua"
 
-// Registry holds the check a publish.lua makes of the groups it is given against the topic's
-// registry SET, for the adapters that route with declared keys (list, zset).
+// Registry holds what the publish.lua of the adapters that route with declared keys (list,
+// zset) share: the check of the groups it is given against the topic's registry SET, the
+// batch key, and storing the bodies with their reference counts.
 const Registry Lib = "registry.lua"
 
 // Source returns the text of the script of verb name: common.lua, then libs in order, then

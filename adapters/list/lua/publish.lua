@@ -20,31 +20,16 @@
 -- Returns {1, last} where the IDs are last-N+1 .. last, or {0, registered groups...} when the
 -- caller's group list is stale (nothing written).
 
-local batch = KEYS[#KEYS]
-local done = batch_done(batch)
-if done then return done end
-
-local ng = tonumber(ARGV[2])
-local names = {}
-for i = 1, ng do names[i] = ARGV[2 + i] end
-local stale = stale_groups(KEYS[4], ARGV[1], names)
-if stale then return stale end
-
-local base = 3 + ng
-local n = (#ARGV - base + 1) / 2
-local last = redis.call('INCRBY', KEYS[1], n)
-local now = now_ms()
+local reply, b = begin_publish(2)
+if reply then return reply end
+local ng, base, n, now = b.ng, b.base, b.n, b.now
 -- Gathered first, then written with one command per key (per slice of a large batch).
-local bodies, refs, ready, delayed = {}, {}, {}, {}
+local bodies, ready, delayed = {}, {}, {}
 for j = 0, n - 1 do
-  local id = string.format('%d', last - n + 1 + j)
+  local id = string.format('%d', b.last - n + 1 + j)
   local delay = tonumber(ARGV[base + 2 * j])
   bodies[#bodies + 1] = id
   bodies[#bodies + 1] = ARGV[base + 2 * j + 1]
-  if ng > 1 then
-    refs[#refs + 1] = id
-    refs[#refs + 1] = ng
-  end
   if delay > 0 then
     delayed[#delayed + 1] = now + delay
     delayed[#delayed + 1] = id
@@ -52,13 +37,11 @@ for j = 0, n - 1 do
     ready[#ready + 1] = entry(id, now)
   end
 end
-call_chunked('HSET', KEYS[2], bodies, 2)
-if #refs > 0 then call_chunked('HSET', KEYS[3], refs, 2) end
+store_bodies(KEYS[2], KEYS[3], bodies, ng)
 for g = 0, ng - 1 do
   local kb = 5 + 3 * g
   if #ready > 0 then call_chunked('LPUSH', KEYS[kb], ready, 1) end
   if #delayed > 0 then call_chunked('ZADD', KEYS[kb + 1], delayed, 2) end
   redis.call('HINCRBY', KEYS[kb + 2], 'published', n)
 end
-batch_remember(batch, last)
-return {1, last}
+return end_publish(b)

@@ -30,7 +30,7 @@ local function pending_age()
   if #ids == 0 then return -1 end
   local oldest
   for _, v in ipairs(redis.call('HMGET', KEYS[5], unpack(ids))) do
-    local ms = since_of(v or nil)
+    local ms = since_of(v)
     if ms and (not oldest or ms < oldest) then oldest = ms end
   end
   return age(oldest)

@@ -23,32 +23,17 @@
 -- Returns {1, last} where the IDs are last-N+1 .. last, or {0, registered groups...} when the
 -- caller's group list is stale (nothing written).
 
-local batch = KEYS[#KEYS]
-local done = batch_done(batch)
-if done then return done end
-
-local ng = tonumber(ARGV[2])
-local names = {}
-for i = 1, ng do names[i] = ARGV[2 + i] end
-local stale = stale_groups(KEYS[4], ARGV[1], names)
-if stale then return stale end
-
-local base = 3 + ng
-local n = (#ARGV - base + 1) / 3
-local last = redis.call('INCRBY', KEYS[1], n)
-local now = now_ms()
+local reply, b = begin_publish(3)
+if reply then return reply end
+local ng, base, n, now = b.ng, b.base, b.n, b.now
 -- Gathered first, then written with one command per key (per slice of a large batch).
-local bodies, refs, prios, ready = {}, {}, {}, {}
+local bodies, prios, ready = {}, {}, {}
 for j = 0, n - 1 do
-  local id = string.format('%d', last - n + 1 + j)
+  local id = string.format('%d', b.last - n + 1 + j)
   local a = base + 3 * j
   local p = tonumber(ARGV[a + 1])
   bodies[#bodies + 1] = id
   bodies[#bodies + 1] = ARGV[a + 2]
-  if ng > 1 then
-    refs[#refs + 1] = id
-    refs[#refs + 1] = ng
-  end
   if p ~= 0 then
     prios[#prios + 1] = id
     prios[#prios + 1] = p
@@ -56,13 +41,11 @@ for j = 0, n - 1 do
   ready[#ready + 1] = now + tonumber(ARGV[a])
   ready[#ready + 1] = member(id, p)
 end
-call_chunked('HSET', KEYS[2], bodies, 2)
-if #refs > 0 then call_chunked('HSET', KEYS[3], refs, 2) end
+store_bodies(KEYS[2], KEYS[3], bodies, ng)
 if #prios > 0 then call_chunked('HSET', KEYS[5], prios, 2) end
 for g = 0, ng - 1 do
   call_chunked('ZADD', KEYS[6 + 3 * g], ready, 2)
   wake(KEYS[7 + 3 * g])
   redis.call('HINCRBY', KEYS[8 + 3 * g], 'published', n)
 end
-batch_remember(batch, last)
-return {1, last}
+return end_publish(b)
