@@ -26,6 +26,9 @@ var (
 	ErrCorruptEntry = errors.New("relq: corrupt entry")
 	// ErrInvalidConfig reports a configuration field with an invalid value.
 	ErrInvalidConfig = errors.New("relq: invalid config")
+	// ErrStorageLayout reports keys in Redis laid out by a relq version this one cannot read
+	// (older or newer); the error names both layouts and the upgrade step.
+	ErrStorageLayout = errors.New("relq: storage layout not supported")
 )
 
 // NameError says which name was rejected and why. It matches ErrInvalidName with errors.Is.

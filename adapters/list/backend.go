@@ -1,30 +1,33 @@
 package list
 
 import (
-	"context"
+	"embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/pubsub"
 )
 
-// Backend is the list backend of pubsub.Backend. It is safe for concurrent use.
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// Backend is the list backend of pubsub.Backend. It is safe for concurrent use. Everything
+// but the claim is internal/engine's, over this backend's ready store (lua/store.lua).
 type Backend struct {
-	client redis.UniversalClient
-	opts   Options
+	*engine.Engine
 	// maxBlock bounds one BLMOVE below the client's read timeout, so a blocking claim never
 	// trips it (go-redis extends the read deadline only for its own typed blocking commands,
 	// which take whole seconds). Zero: no bound.
 	maxBlock time.Duration
-
-	// groups caches each topic's registered groups for Publish.
-	groups backendkit.Registry
-	// version checks Redis is at least 6.2 on first use: LMOVE and BLMOVE are 6.2 commands.
-	version backendkit.VersionGate
 }
 
-var _ pubsub.Backend = (*Backend)(nil)
+var (
+	_ pubsub.Backend       = (*Backend)(nil)
+	_ pubsub.TopicLister   = (*Backend)(nil)
+	_ pubsub.ReplicaWaiter = (*Backend)(nil)
+)
 
 // New returns a list Backend on client. The Redis version (>= 6.2) is checked on first use,
 // so New needs no round trip and works while Redis is still starting.
@@ -36,7 +39,16 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	return &Backend{client: client, opts: opts, maxBlock: blockBound(client), groups: backendkit.Registry{Backend: "list"}}, nil
+	e := engine.New(client, opts.Prefix, engine.Store{
+		Name:      "list",
+		Registry:  "registry",
+		Legacy:    "groups",
+		Keys:      []string{"ready", "delayed", "processing"},
+		Lua:       luaFiles,
+		BatchSize: opts.BatchSize,
+	})
+	e.AddScript("register")
+	return &Backend{Engine: e, maxBlock: blockBound(client)}, nil
 }
 
 // blockBound returns three quarters of the client's read timeout (normalised by go-redis:
@@ -65,11 +77,5 @@ func (b *Backend) Capabilities() pubsub.Capabilities {
 	return pubsub.Capabilities{FIFO: true, PendingOrphans: true}
 }
 
-// check validates names (as *pubsub.NameError) and the Redis version before a call.
-// Pairs are kind, name: "topic", p.Topic, "group", p.Group, ...
-func (b *Backend) check(ctx context.Context, pairs ...string) error {
-	if err := backendkit.ValidateNames(pairs...); err != nil {
-		return err
-	}
-	return b.version.Check(ctx, b.client)
-}
+// keys returns the group's keys.
+func (b *Backend) keys(topic, group string) engine.GroupKeys { return b.Keys(topic, group) }

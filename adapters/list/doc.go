@@ -5,40 +5,47 @@
 // # Key layout
 //
 // Every key of a topic starts with the hash tag {prefix:topic} (T below), so every script
-// touches one Cluster slot. Key names are built in keys.go only.
+// touches one Cluster slot. The keys are internal/engine's, shared with the zset backend,
+// except the three of the ready store (lua/store.lua):
 //
-//	T:seq                      STRING  delivery ID counter (INCR): monotonic, never reused
+//	T:meta                     HASH    seq (delivery ID counter), ver (registry version),
+//	                                   layout (2), publish lanes p:<instance>:<n>
 //	T:bodies                   HASH    id -> encoded envelope, stored once for all groups
 //	T:refs                     HASH    id -> groups still holding it, only while more than one
-//	T:groups                   SET     registered groups
+//	T:registry                 HASH    group -> seq when it registered
 //	T:g:<group>:ready          LIST    "id@ms" (ready since ms): published at the left, claimed
 //	                                   from the right
 //	T:g:<group>:delayed        ZSET    id -> due (ms): delayed publishes and nack backoff
-//	T:g:<group>:processing     LIST    ids claimed (pending), newest at the left
-//	T:g:<group>:leases         ZSET    id -> lease deadline (ms)
-//	T:g:<group>:holders        HASH    id -> "consumer:since": lease holder, pending since (ms);
-//	                                   ":since" for an orphan lease, held by nobody
-//	T:g:<group>:attempts       HASH    id -> deliveries so far (the fencing token with holder)
+//	T:g:<group>:processing     LIST    entries BLMOVE moved, until register.lua leases them
+//	T:g:<group>:pending        ZSET    id -> lease deadline (ms)
+//	T:g:<group>:pending_at     ZSET    id -> pending since (ms)
+//	T:g:<group>:holders        HASH    id -> "consumer:attempt:since:" (consumer "" for an
+//	                                   orphan lease, held by nobody): the fencing token
+//	T:g:<group>:retries        HASH    id -> deliveries so far, for a message back in ready
 //	T:g:<group>:dead           ZSET    id -> dead-lettered at (ms), oldest first
-//	T:g:<group>:dead_reasons   HASH    id -> dead-letter reason
-//	T:g:<group>:counters       HASH    cumulative counters (published, claimed, acked, ...)
+//	T:g:<group>:dead_info      HASH    id -> "attempts||reason"
+//	T:g:<group>:counters       HASH    cumulative counters (claimed, acked, ...)
 //
-// When every message is acked, only seq, groups and the counters remain.
+// When every message is acked, only meta, registry and the counters remain.
 //
 // # How the contract is kept
 //
-// Every state change is one Lua script from lua/ (or one native command: SADD for
-// EnsureGroup, BLMOVE for a blocking claim), with time from Redis TIME.
+// Every state change is one Lua script (internal/engine's, or lua/register.lua) or one native
+// command (BLMOVE for a blocking claim), with time from Redis TIME.
 //
-// Publish fans out with declared keys only: it passes publish.lua the groups it believes are
-// registered, with their keys; the script compares them with T:groups and, if they differ,
-// writes nothing and returns the registry, and Publish retries with it. The registry is cached
-// per topic, so a publish is one round trip unless groups changed.
+// Publish fans out with declared keys only: it passes publish.lua the registry version it has
+// cached, with those groups' keys; when the version in T:meta differs the script writes
+// nothing and returns the registry, and Publish retries with it. So a publish is one round
+// trip unless groups changed. A claim without blocking pops a batch from ready (RPOP with a
+// count) and leases it in the same script; an ack removes a batch from pending with one
+// command per structure, whatever is in flight.
 //
 // A blocking claim is BLMOVE, woken by the publish itself, followed by register.lua, which
-// leases the moved id. Between the two the id is in processing without a lease; if the
-// consumer dies there, Reclaim finds the orphan and gives it a lease without a holder, which
-// either register.lua takes over or expires like any lease (Capabilities.PendingOrphans).
+// takes the moved entry out of processing and leases it. Between the two the entry is in
+// processing without a lease; if the consumer dies there, Reclaim finds the orphan and gives it
+// a lease without a holder, which either register.lua takes over or expires like any lease
+// (Capabilities.PendingOrphans). processing only ever holds entries in that window, so the
+// LREM that takes one out finds it near the head.
 //
 // An immediate retry, a release and a reclaimed lease go back to the consume end of ready, so
 // they are claimed next; a delayed retry waits in the delayed ZSET. Delayed messages are

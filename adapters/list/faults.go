@@ -21,22 +21,18 @@ func (b *Backend) Faults() *Faults { return &Faults{b: b} }
 // topic (one inject.lua call), as foreign or corrupt data would be. Claiming it yields a
 // Delivery whose Err wraps pubsub.ErrCorruptEntry.
 func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []byte) error {
-	if err := f.b.check(ctx, "topic", topic, "group", group); err != nil {
-		return err
-	}
-	k := f.b.groupKeys(topic, group)
-	return injectScript.Run(ctx, f.b.client, k.injectKeys(), group, data).Err()
+	return f.b.InjectCorrupt(ctx, topic, group, data)
 }
 
-// InjectOrphan moves the next ready id of group to processing with one LMOVE and no lease, as
+// InjectOrphan moves the next ready entry of group to processing with one LMOVE and no lease, as
 // a consumer that died between BLMOVE and lease registration leaves it. It returns the id, or
 // "" when nothing is ready.
 func (f *Faults) InjectOrphan(ctx context.Context, topic, group string) (string, error) {
-	if err := f.b.check(ctx, "topic", topic, "group", group); err != nil {
+	if err := f.b.Check(ctx, "topic", topic, "group", group); err != nil {
 		return "", err
 	}
-	k := f.b.groupKeys(topic, group)
-	entry, err := f.b.client.LMove(ctx, k.ready, k.processing, "RIGHT", "LEFT").Result()
+	k := f.b.keys(topic, group)
+	entry, err := f.b.Client().LMove(ctx, k.Store("ready"), k.Store("processing"), "RIGHT", "LEFT").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}

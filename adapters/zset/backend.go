@@ -1,35 +1,47 @@
 package zset
 
 import (
-	"context"
+	"embed"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/internal/engine"
+	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/pubsub"
 )
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// wakeTTL bounds how long an unclaimed wake-up token lives. A token matters only to a consumer
+// blocked, or about to block, in BLPOP (a consumer that is not blocked runs claim.lua before it
+// blocks anyway), so it need not outlive a round trip by much.
+const wakeTTL = 10 * time.Second
 
 // blockOvershoot is how late Redis may end a blocking command after its timeout: it checks
 // those timeouts on its server tick, every 100 ms at the default hz 10. A block is bounded so
 // that its timeout plus this still ends before the client's read deadline.
 const blockOvershoot = 150 * time.Millisecond
 
-// Backend is the zset backend of pubsub.Backend. It is safe for concurrent use.
+// Backend is the zset backend of pubsub.Backend. It is safe for concurrent use. Everything
+// but the claim is internal/engine's, over this backend's ready store (lua/store.lua).
 type Backend struct {
-	client redis.UniversalClient
-	opts   Options
+	*engine.Engine
 	// maxBlock bounds one BLPOP so that it ends before the client's read timeout, even when
 	// Redis ends it late (go-redis extends the read deadline only for its own typed blocking
 	// commands, which take whole seconds). Zero: no bound.
 	maxBlock time.Duration
-
-	// groups caches each topic's registered groups for Publish.
-	groups backendkit.Registry
-	// version checks Redis is at least 6.2 on first use: ZRANGE ... BYSCORE is a 6.2 form.
-	version backendkit.VersionGate
+	// wake pushes a consumer's own wake-up token (lua/wake.lua).
+	wake *redis.Script
 }
 
-var _ pubsub.Backend = (*Backend)(nil)
+var (
+	_ pubsub.Backend       = (*Backend)(nil)
+	_ pubsub.TopicLister   = (*Backend)(nil)
+	_ pubsub.ReplicaWaiter = (*Backend)(nil)
+)
 
 // New returns a zset Backend on client. The Redis version (>= 6.2) is checked on first use,
 // so New needs no round trip and works while Redis is still starting.
@@ -41,7 +53,18 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	return &Backend{client: client, opts: opts, maxBlock: blockBound(client), groups: backendkit.Registry{Backend: "zset"}}, nil
+	e := engine.New(client, opts.Prefix, engine.Store{
+		Name:     "zset",
+		Registry: "zregistry",
+		Legacy:   "zgroups",
+		Keys:     []string{"ready", "wake"},
+		Lua:      luaFiles,
+		Prelude: fmt.Sprintf("local PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS = %d, %d, %d\nlocal WAKE_TTL_MS = %d\n",
+			PriorityMin, PriorityMax, rankDigits, wakeTTL.Milliseconds()),
+		BatchSize: opts.BatchSize,
+		Priority:  clampPriority,
+	})
+	return &Backend{Engine: e, maxBlock: blockBound(client), wake: e.Script("wake")}, nil
 }
 
 // blockBound returns the longest BLPOP timeout that ends before the client's read timeout
@@ -65,11 +88,6 @@ func (b *Backend) Capabilities() pubsub.Capabilities {
 	return pubsub.Capabilities{FIFO: true, Priorities: true, NativeDelay: true, OnTimeDelay: true, DueOrder: true}
 }
 
-// check validates names (as *pubsub.NameError) and the Redis version before a call.
-// Pairs are kind, name: "topic", p.Topic, "group", p.Group, ...
-func (b *Backend) check(ctx context.Context, pairs ...string) error {
-	if err := backendkit.ValidateNames(pairs...); err != nil {
-		return err
-	}
-	return b.version.Check(ctx, b.client)
-}
+// ownWake is consumer's own wake-up list, which its blocking claim watches besides the group's
+// and pushes a token onto when the message it waits for is due. Consumer names hold no ':'.
+func ownWake(k engine.GroupKeys, consumer string) string { return keys.Join(k.Store("wake"), consumer) }

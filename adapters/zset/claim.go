@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -25,23 +26,21 @@ const wakeTimeout = time.Second
 // The sleep never decides what is due: claim.lua does, on the Redis clock, and tells how many
 // ms away the earliest scheduled message is. The local clock only measures that span and Block.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
-	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
-		return nil, err
-	}
 	if p.Lease <= 0 {
+		if err := b.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+			return nil, err
+		}
 		return nil, &pubsub.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
 	}
-	count := min(max(p.Count, 1), b.opts.BatchSize)
-	k := b.groupKeys(p.Topic, p.Group)
-	keys := k.claimKeys()
+	k := b.Keys(p.Topic, p.Group)
 	end := time.Now().Add(p.Block)
 	for {
-		res, err := claimScript.Run(ctx, b.client, keys, p.Consumer, count, backendkit.Millis(p.Lease)).Slice()
+		c, err := b.ClaimOnce(ctx, p, p.Block)
 		if err != nil {
 			return nil, err
 		}
-		if len(res) > 1 || p.Block <= 0 {
-			return backendkit.DecodeDeliveries(res[1:], p.Topic, "zset: delivery", backendkit.DecodeEnvelope), nil
+		if len(c.Deliveries) > 0 || p.Block <= 0 {
+			return c.Deliveries, nil
 		}
 		wait := time.Until(end)
 		if dl, ok := ctx.Deadline(); ok {
@@ -53,7 +52,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 		if wait <= 0 || ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		woken, err := b.sleep(ctx, k, p.Consumer, wait, backendkit.Int(res[0]))
+		woken, err := b.sleep(ctx, k, p.Consumer, wait, c.Wait)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -67,7 +66,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 }
 
 // sleep blocks in one BLPOP on the group's wake-up list and the consumer's own, for at most
-// wait, and reports whether a token woke it. dueMs is claim.lua's ms until the earliest
+// wait, and reports whether a token woke it. dueIn is how long until the earliest
 // scheduled message is due (-1: none scheduled). Redis ends blocking timeouts late, on its
 // server tick (every 100 ms at the default hz 10), so the BLPOP's timeout cannot wake the
 // consumer on time: a timer pushes a token onto the consumer's own list at the due time
@@ -75,11 +74,11 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 // that push fail: blockOvershoot after the due time, so that it does not expire just before
 // the token arrives and leave it behind. The timer is stopped, or waited for, before sleep
 // returns.
-func (b *Backend) sleep(ctx context.Context, k groupKeys, consumer string, wait time.Duration, dueMs int64) (bool, error) {
-	own := k.ownWake(consumer)
+func (b *Backend) sleep(ctx context.Context, k engine.GroupKeys, consumer string, wait, dueIn time.Duration) (bool, error) {
+	own := ownWake(k, consumer)
 	timeout := wait
-	if dueMs >= 0 {
-		due := max(time.Duration(dueMs)*time.Millisecond, time.Millisecond)
+	if dueIn >= 0 {
+		due := max(dueIn, time.Millisecond)
 		timeout = min(wait, due+blockOvershoot)
 		if due < wait+blockOvershoot {
 			fired := make(chan struct{})
@@ -87,7 +86,7 @@ func (b *Backend) sleep(ctx context.Context, k groupKeys, consumer string, wait 
 				defer close(fired)
 				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
 				defer cancel()
-				_ = wakeScript.Run(wctx, b.client, []string{own}).Err() // the BLPOP timeout is the fallback
+				_ = b.RunScript(wctx, b.wake, []string{own}).Err() // the BLPOP timeout is the fallback
 			})
 			defer func() {
 				if !timer.Stop() {
@@ -96,8 +95,8 @@ func (b *Backend) sleep(ctx context.Context, k groupKeys, consumer string, wait 
 			}()
 		}
 	}
-	cmd := redis.NewStringSliceCmd(ctx, "blpop", k.wake, own, seconds(timeout))
-	_ = b.client.Process(ctx, cmd)
+	cmd := redis.NewStringSliceCmd(ctx, "blpop", k.Store("wake"), own, seconds(timeout))
+	_ = b.Client().Process(ctx, cmd)
 	switch err := cmd.Err(); {
 	case errors.Is(err, redis.Nil):
 		return false, nil

@@ -5,27 +5,28 @@
 // # Key layout
 //
 // Every key of a topic starts with the hash tag {prefix:topic} (T below), so every script
-// touches one Cluster slot. Key names are built in keys.go only.
+// touches one Cluster slot. The keys are internal/engine's, shared with the list backend,
+// except the two of the ready store (lua/store.lua) and the consumers' own wake-up lists:
 //
-//	T:seq                       STRING  delivery ID counter (INCRBY): monotonic, never reused
+//	T:meta                      HASH    seq (delivery ID counter), ver (registry version),
+//	                                    layout (2), publish lanes, w:<group> (asleep until, ms)
 //	T:bodies                    HASH    id -> encoded envelope, stored once for all groups
 //	T:refs                      HASH    id -> groups still holding it, only while more than one
-//	T:priorities                HASH    id -> priority, for messages whose priority is not 0
-//	T:zgroups                   SET     registered groups (not "groups": see Topics)
+//	T:zregistry                 HASH    group -> seq when it registered (not "registry": see Topics)
 //	T:g:<group>:ready           ZSET    "<rank>:<id>" -> due time (ms): due and delayed alike
 //	T:g:<group>:wake            LIST    wake-up token (at most one, expires) for blocked claims
 //	T:g:<group>:wake:<consumer> LIST    a consumer's own wake-up token, pushed at a due time
-//	T:g:<group>:leases          ZSET    id -> lease deadline (ms); the pending deliveries
-//	T:g:<group>:holders         HASH    id -> consumer holding the lease
-//	T:g:<group>:attempts        HASH    id -> deliveries so far (the fencing token with holder)
-//	T:g:<group>:pending_at      ZSET    id -> pending since (ms), for OldestPendingAge
-//	T:g:<group>:due_at          HASH    id -> due time (ms) a pending delivery had when claimed
+//	T:g:<group>:pending         ZSET    id -> lease deadline (ms)
+//	T:g:<group>:pending_at      ZSET    id -> pending since (ms)
+//	T:g:<group>:holders         HASH    id -> "consumer:attempt:since:due:priority": the
+//	                                    fencing token, and where a release puts it back
+//	T:g:<group>:retries         HASH    id -> deliveries so far, for a message back in ready
 //	T:g:<group>:dead            ZSET    id -> dead-lettered at (ms), oldest first
-//	T:g:<group>:dead_reasons    HASH    id -> dead-letter reason
-//	T:g:<group>:counters        HASH    cumulative counters (published, claimed, acked, ...)
+//	T:g:<group>:dead_info       HASH    id -> "attempts|due:priority|reason"
+//	T:g:<group>:counters        HASH    cumulative counters (claimed, acked, ...)
 //
-// When every message is acked, only seq, zgroups and the counters remain (and, for up to ten
-// seconds, a wake-up token).
+// When every message is acked, only meta, zregistry and the counters remain (and, for up to
+// ten seconds, a wake-up token).
 //
 // # Members and the ordering rule
 //
@@ -56,8 +57,8 @@
 //
 // A nack with a delay re-scores the message to Redis now + delay (retry backoff is native).
 // An immediate nack and a release (a subscriber closing with prefetched messages) make it due
-// with the due time it had when claimed (kept in due_at, never later than now): it keeps its
-// place in line, ahead of what became due after it and behind what was due before it, so one
+// with the due time it had when claimed (kept in its holders record, never later than now): it
+// keeps its place in line, ahead of what became due after it and behind what was due before it, so one
 // consumer still sees publish order and a retry never overtakes a message that waited longer.
 // An expired lease is reclaimed due now, behind what is already due: the consumer that held it
 // probably crashed, possibly on this very message, and the rest of the queue goes first. At
@@ -69,8 +70,11 @@
 // scheduled message (computed on the Redis clock), and the consumer sleeps in one BLPOP on the
 // group's wake list and its own, until a token arrives, that message is due, or Block ends:
 //
-//   - every publish (and nack, reclaim, requeue) pushes a token onto the group's wake list
-//     unless one is there: one blocked consumer wakes and runs claim.lua again;
+//   - a publish pushes a token onto the group's wake list, unless one is there, while a
+//     consumer of the group may be asleep: claim.lua marks the group asleep in T:meta
+//     (w:<group>) until the end of the Block it returns to, and publish.lua reads the mark with
+//     the meta fields it reads anyway, so a publish to busy consumers pushes nothing; a nack,
+//     reclaim or requeue always pushes one. One blocked consumer wakes and runs claim.lua again;
 //   - claim.lua pushes a token when its batch is full and more is due, so one wake-up drains a
 //     burst across several consumers, each passing it on;
 //   - Redis ends a blocking command at its timeout only when its event loop next runs, on an
@@ -97,11 +101,11 @@
 //
 // # How the contract is kept
 //
-// Every state change is one Lua script from lua/ (or one native command: SADD for EnsureGroup,
-// BLPOP for a wake-up token), with time from Redis TIME inside the script. Publish fans out
-// with declared keys only, as the list backend does: it passes publish.lua the groups it
-// believes are registered (cached per topic); the script compares them with T:zgroups and, if
-// they differ, writes nothing and returns the registry for a retry. Claim takes and leases in
+// Every state change is one Lua script (internal/engine's, or lua/wake.lua) or one native
+// command (BLPOP for a wake-up token), with time from Redis TIME inside the script. Publish
+// fans out with declared keys only, as the list backend does: it passes publish.lua the
+// registry version it has cached (per topic), with those groups' keys; when it differs the
+// script writes nothing and returns the registry for a retry. Claim takes and leases in
 // one script, so nothing is ever pending without a lease (Capabilities.PendingOrphans is
 // false). A new group sees only messages published after it registered
 // (Capabilities.NewGroupReplay is false). The Backend is a pubsub.ReplicaWaiter, for

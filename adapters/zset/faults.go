@@ -20,11 +20,7 @@ func (b *Backend) Faults() *Faults { return &Faults{b: b} }
 // on topic (one inject.lua call), as foreign or corrupt data would be.
 // Claiming it yields a Delivery whose Err wraps pubsub.ErrCorruptEntry.
 func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []byte) error {
-	if err := f.b.check(ctx, "topic", topic, "group", group); err != nil {
-		return err
-	}
-	k := f.b.groupKeys(topic, group)
-	return injectScript.Run(ctx, f.b.client, k.injectKeys(), group, data).Err()
+	return f.b.InjectCorrupt(ctx, topic, group, data)
 }
 
 // InjectOrphan reports pubsub.ErrNotImplemented: claim.lua takes a message and leases it in

@@ -51,17 +51,3 @@ func TestUndecodableDeliveryNamesItsIDAndTopic(t *testing.T) {
 	require.Equal(t, 1, ds[1].Attempt)
 	require.Equal(t, "p", string(ds[1].Envelope.Payload))
 }
-
-func TestRegistryRejectsAForeignGroupName(t *testing.T) {
-	t.Parallel()
-	r := Registry{Backend: "list"}
-	require.Equal(t, []string{pubsub.DefaultGroup}, r.Groups("t"))
-	require.NoError(t, r.Store("t", []string{"b", "a"}))
-	require.Equal(t, []string{"a", "b"}, r.Groups("t"), "sorted")
-	require.NoError(t, r.Store("u", nil))
-	require.Equal(t, []string{pubsub.DefaultGroup}, r.Groups("u"))
-	err := r.Store("t", []string{"a", "{x}"})
-	require.ErrorIs(t, err, pubsub.ErrInvalidName)
-	require.ErrorContains(t, err, "list: registered group: ")
-	require.Equal(t, []string{"a", "b"}, r.Groups("t"), "a rejected registry is not cached")
-}

@@ -205,17 +205,3 @@ func EscapeGlob(s string) string {
 	}
 	return b.String()
 }
-
-// RegistryScan is the TopicScan of the list and zset backends: a topic is one whose registry
-// SET (registry builds its key) exists and holds a group. Keep drops a topic whose registry
-// emptied after SCAN saw it.
-func RegistryScan(client redis.UniversalClient, registry func(topic string) string) TopicScan {
-	return TopicScan{
-		Marker: func(topic, _ string) string { return registry(topic) },
-		Type:   "set",
-		Keep: func(ctx context.Context, topic string) (bool, error) {
-			n, err := client.SCard(ctx, registry(topic)).Result()
-			return n > 0, err
-		},
-	}
-}

@@ -1,5 +1,5 @@
--- common.lua: helpers prepended to every script of every adapter (see luakit's Source), before
--- the adapter's own lua/lib.lua. It declares no keys.
+-- common.lua: helpers prepended to every script of every adapter (luakit.Source, and
+-- internal/engine for list and zset). It declares no keys.
 
 -- Scripts read TIME before writing. Redis >= 5 replicates scripts by their effects, which
 -- allows that; the call keeps 6.x configured for verbatim replication safe (a no-op on 7).

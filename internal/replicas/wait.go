@@ -19,6 +19,12 @@ import (
 // an integer key the caller owns, such as a topic's ID counter; on Cluster the pipeline goes
 // to the primary that owns key's slot.
 func Wait(ctx context.Context, client redis.UniversalClient, key string, replicas int, timeout time.Duration) (int, error) {
+	return WaitAfter(ctx, client, key, func(pipe redis.Pipeliner) { pipe.IncrBy(ctx, key, 0) }, replicas, timeout)
+}
+
+// WaitAfter is Wait with the write to send before WAIT given: a write to key that changes
+// nothing, such as HINCRBY key field 0 on a HASH.
+func WaitAfter(ctx context.Context, client redis.UniversalClient, key string, write func(redis.Pipeliner), replicas int, timeout time.Duration) (int, error) {
 	var conn redis.Cmdable = client
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		primary, err := cc.MasterForKey(ctx, key)
@@ -29,7 +35,7 @@ func Wait(ctx context.Context, client redis.UniversalClient, key string, replica
 	}
 	var acked *redis.IntCmd
 	_, err := conn.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.IncrBy(ctx, key, 0)
+		write(pipe)
 		acked = redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
 		return pipe.Process(ctx, acked)
 	})

@@ -1,0 +1,133 @@
+-- store.lua: the list backend's ready store, for internal/engine's scripts: a LIST of ready
+-- entries, a ZSET of delayed ids, and processing, the LIST that BLMOVE moves an entry into
+-- before register.lua leases it. Its keys are k.ready, k.delayed and k.processing.
+--
+-- A ready entry is "id@ms": the delivery ID and when it became ready (ms, Redis clock), so the
+-- oldest ready age needs no per-message index. Entries are pushed at the left (the back) and
+-- claimed from the right (the consume end).
+
+local function entry(id, at)
+  return id .. '@' .. ms(at)
+end
+
+-- split returns the id of an entry and its ready-since time (nil for a bare id).
+local function split(e)
+  local at = string.find(e, '@', 1, true)
+  if not at then return e, nil end
+  return string.sub(e, 1, at - 1), tonumber(string.sub(e, at + 1))
+end
+
+-- store_push routes a publish's messages ({id, delay, prio}) to this group: due ones to the
+-- back of ready, delayed ones to delayed.
+local function store_push(k, msgs, now, _)
+  local ready, delayed = {}, {}
+  for _, m in ipairs(msgs) do
+    if m.delay > 0 then
+      delayed[#delayed + 1] = now + m.delay
+      delayed[#delayed + 1] = m.id
+    else
+      ready[#ready + 1] = entry(m.id, now)
+    end
+  end
+  if #ready > 0 then call_chunked('LPUSH', k.ready, ready, 1) end
+  if #delayed > 0 then call_chunked('ZADD', k.delayed, delayed, 2) end
+end
+
+-- promote moves up to limit due delayed ids to the back of ready, ready since their due time.
+local function promote(k, now, limit)
+  if limit <= 0 then return 0 end
+  local due = redis.call('ZRANGE', k.delayed, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+  if #due == 0 then return 0 end
+  local ids, entries = {}, {}
+  for i = 1, #due, 2 do
+    ids[#ids + 1] = due[i]
+    entries[#entries + 1] = entry(due[i], tonumber(due[i + 1]))
+  end
+  call_chunked('ZREM', k.delayed, ids, 1)
+  call_chunked('LPUSH', k.ready, entries, 1)
+  return #ids
+end
+
+-- store_take promotes what is due, then takes up to n entries from the consume end.
+local function store_take(k, n, now, limit)
+  promote(k, now, limit)
+  local es = redis.call('RPOP', k.ready, n)
+  local taken = {}
+  if not es then return taken end
+  for i, e in ipairs(es) do taken[i] = {id = split(e), extra = ''} end
+  return taken
+end
+
+-- store_claimed: nothing to do; a publish hands list messages to every blocked consumer.
+local function store_claimed(_, _, _) end
+
+-- store_wait is the ms until the earliest delayed message is due (0: now), or -1.
+local function store_wait(k, now, _, _)
+  local first = redis.call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
+  if not first[2] then return -1 end
+  return math.max(0, tonumber(first[2]) - now)
+end
+
+-- store_back puts items back: a release, an immediate retry and a reclaimed lease at the
+-- consume end, in the order given (the first is claimed first); a requeued dead letter at the
+-- back; a delayed retry in delayed.
+local function store_back(k, items, now)
+  local front, back, delayed = {}, {}, {}
+  for i = #items, 1, -1 do
+    local it = items[i]
+    if it.kind == 'delay' then
+      delayed[#delayed + 1] = it.due
+      delayed[#delayed + 1] = it.id
+    elseif it.kind == 'requeue' then
+      table.insert(back, 1, entry(it.id, now))
+    else
+      front[#front + 1] = entry(it.id, now)
+    end
+  end
+  if #front > 0 then call_chunked('RPUSH', k.ready, front, 1) end
+  if #back > 0 then call_chunked('LPUSH', k.ready, back, 1) end
+  if #delayed > 0 then call_chunked('ZADD', k.delayed, delayed, 2) end
+end
+
+-- store_upkeep promotes due delayed messages and leases orphans: entries BLMOVE moved to
+-- processing whose consumer died before register.lua. Each gets an orphan lease held by
+-- nobody, which register.lua takes over if its consumer is alive after all, or which expires
+-- like any lease. Returns promoted, orphans.
+local function store_upkeep(k, now, n, orphan_lease)
+  local promoted = promote(k, now, n)
+  local es = redis.call('RPOP', k.processing, n)
+  if not es then return promoted, 0 end
+  local ids = {}
+  for i, e in ipairs(es) do ids[i] = split(e) end
+  local tries = redis.call('HMGET', k.retries, unpack(ids))
+  local items, retried = {}, {}
+  for i, id in ipairs(ids) do
+    if tries[i] then retried[#retried + 1] = id end
+    items[i] = {id = id, consumer = '', attempt = (tonumber(tries[i]) or 0) + 1, since = now, extra = ''}
+  end
+  if #retried > 0 then call_chunked('HDEL', k.retries, retried, 1) end
+  pend(k, items, now + orphan_lease)
+  return promoted, #items
+end
+
+-- store_counts returns ready, delayed, the oldest ready-since time among the window entries at
+-- each end of ready (nil: none), and the entries staged in processing, which count as pending.
+-- Everything between the ends was pushed at the back in time order (publish, requeue) or is a
+-- promoted delayed message ready since its due time; retries and reclaims go to the consume
+-- end. So the age is exact unless more than window of those sit at the consume end, or a
+-- promoted message is more than window from the back; then it is a lower bound.
+local function store_counts(k, now, window)
+  local n = redis.call('LLEN', k.ready)
+  local oldest
+  local function scan(from, to)
+    for _, e in ipairs(redis.call('LRANGE', k.ready, from, to)) do
+      local _, at = split(e)
+      if at and (not oldest or at < oldest) then oldest = at end
+    end
+  end
+  if n > 0 then
+    scan(-window, -1)
+    if n > window then scan(0, math.min(window, n - window) - 1) end
+  end
+  return n, redis.call('ZCARD', k.delayed), oldest, redis.call('LLEN', k.processing)
+end

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/pubsub"
+)
+
+// Claimed is what one claim script returned.
+type Claimed struct {
+	Deliveries []pubsub.Delivery
+	// Wait is, when nothing was claimed, how long until the store's earliest scheduled message
+	// is due (0: now), or -1 when nothing is scheduled; -1 when something was claimed.
+	Wait time.Duration
+	// Expiry is how long until the group's earliest lease expires, or -1 when nothing is pending.
+	Expiry time.Duration
+}
+
+// ClaimOnce runs claim.lua: up to p.Count ready messages (at most BatchSize) under a lease of
+// p.Lease. block is how long the caller will then wait for a wake-up if nothing was ready.
+func (e *Engine) ClaimOnce(ctx context.Context, p *pubsub.ClaimParams, block time.Duration) (Claimed, error) {
+	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+		return Claimed{}, err
+	}
+	count := min(max(p.Count, 1), e.store.BatchSize)
+	res, err := e.run(ctx, "claim", e.Keys(p.Topic, p.Group).all, p.Consumer, count,
+		backendkit.Millis(p.Lease), e.store.BatchSize, p.Group, backendkit.Millis(block)).Slice()
+	if err != nil {
+		return Claimed{}, err
+	}
+	return e.claimed(p.Topic, res), nil
+}
+
+// RunClaim runs a store's own claim verb (list's register.lua), whose reply is claim.lua's.
+func (e *Engine) RunClaim(ctx context.Context, verb string, p *pubsub.ClaimParams, args ...any) (Claimed, error) {
+	script, ok := e.scripts[verb]
+	if !ok {
+		panic("engine: no script " + verb)
+	}
+	res, err := e.RunScript(ctx, script, e.Keys(p.Topic, p.Group).all, args...).Slice()
+	if err != nil {
+		return Claimed{}, err
+	}
+	return e.claimed(p.Topic, res), nil
+}
+
+// AddScript builds the store's own verb lua/<verb>.lua, for RunClaim or RunScript.
+func (e *Engine) AddScript(verb string) {
+	e.scripts[verb] = e.Script(verb)
+}
+
+func (e *Engine) claimed(topic string, res []any) Claimed {
+	return Claimed{
+		Deliveries: backendkit.DecodeDeliveries(res[2:], topic, e.store.Name+": delivery", backendkit.DecodeEnvelope),
+		Wait:       millis(res[0]),
+		Expiry:     millis(res[1]),
+	}
+}
+
+// millis reads a script's ms figure, keeping -1 (none) as -1.
+func millis(v any) time.Duration {
+	n := backendkit.Int(v)
+	if n < 0 {
+		return -1
+	}
+	return time.Duration(n) * time.Millisecond
+}

@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/internal/luakit"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// Layout is the storage layout this code writes and reads, kept in each topic's meta HASH.
+// Layout 1 (relq before the engine) kept the registry in a SET; a topic laid out so is refused.
+const Layout = 2
+
+// Store describes a backend's ready store.
+type Store struct {
+	// Name names the backend in errors: "list".
+	Name string
+	// Registry is the name of the topic's registry HASH (its key is T:<Registry>), distinct per
+	// backend so each one's Topics finds only its own topics.
+	Registry string
+	// Legacy is the name of the same backend's layout-1 registry.
+	Legacy string
+	// Keys are the names of the store's per-group keys (T:g:<group>:<name>), in the order
+	// store.lua reads them (STORE_KEY_NAMES).
+	Keys []string
+	// Lua holds lua/store.lua and the backend's own verbs.
+	Lua fs.FS
+	// Prelude sets the constants store.lua needs (Lua source).
+	Prelude string
+	// BatchSize bounds the ids one script call handles.
+	BatchSize int
+	// Priority clamps a message's priority to what the store keeps; nil keeps none (0).
+	Priority func(int) int
+}
+
+// Engine keeps the group state of one backend over client. It is safe for concurrent use.
+type Engine struct {
+	client  redis.UniversalClient
+	prefix  string
+	store   Store
+	scripts map[string]*redis.Script
+	version backendkit.VersionGate
+
+	// registries caches each topic's registry for Publish.
+	registries sync.Map // topic -> registry
+	// instance names this engine's publish lanes; lanes are the free lane numbers.
+	instance string
+	lanesMu  sync.Mutex
+	lanes    []int
+	nextLane int
+	tokens   map[int]uint64
+}
+
+// New returns the engine of store under prefix.
+func New(client redis.UniversalClient, prefix string, store Store) *Engine {
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	e := &Engine{client: client, prefix: prefix, store: store, instance: hex.EncodeToString(id[:]),
+		tokens: map[int]uint64{}}
+	e.scripts = map[string]*redis.Script{}
+	for _, verb := range []string{"publish", "ensuregroup", "claim", "ack", "nack", "extend", "reclaim",
+		"stats", "deadletters", "requeue", "purge", "inject"} {
+		e.scripts[verb] = redis.NewScript(e.Source(luaFiles, verb))
+	}
+	return e
+}
+
+// Source returns the text of the script of verb, whose file is lua/<verb>.lua in fsys (this
+// package's or the store's; nil: this package's): common.lua, the constants, engine.lua and
+// store.lua, each cut to the definitions the verb needs (luakit.Link), then the verb.
+func (e *Engine) Source(fsys fs.FS, verb string) string {
+	if fsys == nil {
+		fsys = luaFiles
+	}
+	names := make([]string, len(e.store.Keys))
+	for i, n := range e.store.Keys {
+		names[i] = fmt.Sprintf("%q", n)
+	}
+	prelude := fmt.Sprintf("local LAYOUT = '%d'\nlocal STORE_KEY_NAMES = {%s}\n%s", Layout, strings.Join(names, ", "), e.store.Prelude)
+	return luakit.Link(read(fsys, "lua/"+verb+".lua"), luakit.Common(), prelude,
+		read(luaFiles, "lua/engine.lua"), read(e.store.Lua, "lua/store.lua"))
+}
+
+// Script returns the store's own verb (lua/<verb>.lua in Store.Lua) as a script.
+func (e *Engine) Script(verb string) *redis.Script {
+	return redis.NewScript(e.Source(e.store.Lua, verb))
+}
+
+func read(fsys fs.FS, name string) string {
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// Client is the engine's Redis client.
+func (e *Engine) Client() redis.UniversalClient { return e.client }
+
+// BatchSize is the most ids one script call handles.
+func (e *Engine) BatchSize() int { return e.store.BatchSize }
+
+// Check validates names (as *pubsub.NameError) and the Redis version before a call.
+// Pairs are kind, name: "topic", p.Topic, "group", p.Group, ...
+func (e *Engine) Check(ctx context.Context, pairs ...string) error {
+	if err := backendkit.ValidateNames(pairs...); err != nil {
+		return err
+	}
+	return e.version.Check(ctx, e.client)
+}
+
+// run runs a script of this package, translating a layout error reply.
+func (e *Engine) run(ctx context.Context, verb string, keys []string, args ...any) *redis.Cmd {
+	return e.RunScript(ctx, e.scripts[verb], keys, args...)
+}
+
+// RunScript runs script and translates its layout error reply into a *LayoutError.
+func (e *Engine) RunScript(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cmd := script.Run(ctx, e.client, keys, args...)
+	if err := e.layoutError(cmd.Err()); err != nil {
+		cmd.SetErr(err)
+	}
+	return cmd
+}

@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/pubsub"
+)
+
+// LayoutError reports a topic whose keys are laid out by a relq version this one cannot read.
+// It matches pubsub.ErrStorageLayout with errors.Is.
+type LayoutError struct {
+	Backend string
+	Found   int
+	Want    int
+}
+
+// Error names both layouts and the upgrade step.
+func (e *LayoutError) Error() string {
+	return fmt.Sprintf("relq %s: found storage layout %d in Redis, this relq reads layout %d: "+
+		"drain and delete the topic's keys with the relq version that wrote them (see docs/operations.md, Upgrading), "+
+		"or run the version that writes layout %d", e.Backend, e.Found, e.Want, e.Found)
+}
+
+// Is makes errors.Is(err, pubsub.ErrStorageLayout) true.
+func (e *LayoutError) Is(target error) bool { return target == pubsub.ErrStorageLayout }
+
+// layoutError turns the scripts' "RELQLAYOUT found want" error reply into a *LayoutError.
+func (e *Engine) layoutError(err error) error {
+	var rerr redis.Error
+	if err == nil || !errors.As(err, &rerr) {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(rerr.Error(), "RELQLAYOUT ")
+	if !ok {
+		return nil
+	}
+	found, _ := strconv.Atoi(strings.Fields(rest)[0])
+	return &LayoutError{Backend: e.store.Name, Found: found, Want: Layout}
+}

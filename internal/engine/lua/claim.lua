@@ -1,0 +1,30 @@
+-- claim.lua: claim up to N ready messages of a group under a lease, from the store.
+--
+-- KEYS -> the topic's 5 keys, then the group's (engine.lua's keys_at)
+-- ARGV[1] -> consumer
+-- ARGV[2] -> N, the most messages to claim
+-- ARGV[3] -> lease in ms
+-- ARGV[4] -> the most delayed messages the store may promote on the way (list)
+-- ARGV[5] -> the group's name
+-- ARGV[6] -> how long the caller will wait for a wake-up if nothing is ready, in ms
+-- Returns {wait, expiry, id1, attempt1, body1, id2, ...}. wait is -1 when something was
+-- claimed; else the ms until the store's earliest scheduled message is due (0: now), or -1
+-- when nothing is scheduled. expiry is the ms until the group's earliest lease expires, -1
+-- when nothing is pending.
+
+local k = keys_at(TOPIC_KEYS + 1)
+local consumer, n = ARGV[1], tonumber(ARGV[2])
+local now = now_ms()
+local out = {-1, -1}
+local taken = store_take(k, n, now, tonumber(ARGV[4]))
+local got = lease(k, taken, consumer, now, now + tonumber(ARGV[3]), out)
+if got > 0 then
+  count(k, 'claimed', got)
+  store_claimed(k, #taken == n, now)
+elseif #taken > 0 then
+  out[1] = 0 -- what was taken had no body and is gone: look again at once
+else
+  out[1] = store_wait(k, now, ARGV[5], tonumber(ARGV[6]))
+end
+out[2] = next_expiry(k, now)
+return out

@@ -1,0 +1,199 @@
+-- engine.lua: the group state that the list and zset backends share, prepended to every script
+-- of theirs after common.lua and before the backend's store.lua. It declares no keys: keys_at
+-- reads the names the script received in KEYS, in the order internal/engine's keys.go gives.
+--
+-- A delivery in flight (pending) has one record, written once per batch in each structure:
+--   pending    ZSET id -> lease deadline (ms): what Reclaim and the next-expiry hint read
+--   pending_at ZSET id -> pending since (ms): what Stats' oldest pending age reads
+--   holders    HASH id -> "consumer:attempt:since:extra": the fencing token (consumer and
+--              attempt), and extra, the store's note to put the message back where it was
+--              (zset: due time and priority). An orphan (list) has consumer "".
+-- A message back in ready after a delivery keeps its attempts in retries (HASH id -> attempts);
+-- a dead letter keeps them in dead_info (HASH id -> "attempts|extra|reason") beside dead (ZSET
+-- id -> dead at, ms).
+
+local ENGINE_KEYS = 7
+
+-- keys_at returns the key table of the group whose keys start at KEYS[at]; KEYS[1..5] are the
+-- topic's: meta, bodies, refs, registry, and the registry of the layout before (legacy).
+local function keys_at(at)
+  local k = {meta = KEYS[1], bodies = KEYS[2], refs = KEYS[3], registry = KEYS[4], legacy = KEYS[5],
+    pending = KEYS[at], since = KEYS[at + 1], holders = KEYS[at + 2], retries = KEYS[at + 3],
+    dead = KEYS[at + 4], info = KEYS[at + 5], counters = KEYS[at + 6]}
+  for i, name in ipairs(STORE_KEY_NAMES) do k[name] = KEYS[at + ENGINE_KEYS + i - 1] end
+  return k
+end
+
+-- GROUP_WIDTH is how many KEYS one group takes; TOPIC_KEYS how many the topic's take first.
+local GROUP_WIDTH = ENGINE_KEYS + #STORE_KEY_NAMES
+local TOPIC_KEYS = 5
+
+local function ms(n) return string.format('%d', n) end
+
+-- record is a holders value; parse reads one back (nil for a missing or foreign value).
+local function record(consumer, attempt, since, extra)
+  return consumer .. ':' .. attempt .. ':' .. ms(since) .. ':' .. extra
+end
+
+local function parse(v)
+  if not v then return nil end
+  local c, a, s, x = string.match(v, '^([^:]*):(%d+):(%d+):(.*)$')
+  if not c then return nil end
+  return c, tonumber(a), tonumber(s), x
+end
+
+-- read_records returns the parsed holders records of ids, in order, each {consumer, attempt,
+-- since, extra} or false: one HMGET.
+local function read_records(k, ids)
+  local out = {}
+  if #ids == 0 then return out end
+  local vs = redis.call('HMGET', k.holders, unpack(ids))
+  for i = 1, #ids do
+    local c, a, s, x = parse(vs[i])
+    out[i] = c and {consumer = c, attempt = a, since = s, extra = x} or false
+  end
+  return out
+end
+
+-- unpend removes ids from pending: one command per structure.
+local function unpend(k, ids)
+  if #ids == 0 then return end
+  call_chunked('ZREM', k.pending, ids, 1)
+  call_chunked('ZREM', k.since, ids, 1)
+  call_chunked('HDEL', k.holders, ids, 1)
+end
+
+-- pend records items ({id, consumer, attempt, since, extra}) as pending until deadline.
+local function pend(k, items, deadline)
+  if #items == 0 then return end
+  local z, s, h = {}, {}, {}
+  for _, it in ipairs(items) do
+    z[#z + 1] = deadline
+    z[#z + 1] = it.id
+    s[#s + 1] = it.since
+    s[#s + 1] = it.id
+    h[#h + 1] = it.id
+    h[#h + 1] = record(it.consumer, it.attempt, it.since, it.extra)
+  end
+  call_chunked('ZADD', k.pending, z, 2)
+  call_chunked('ZADD', k.since, s, 2)
+  call_chunked('HSET', k.holders, h, 2)
+end
+
+-- lease makes taken ({id, extra} from the store) pending for consumer and appends id, attempt,
+-- body to out. The attempt is one more than retries holds. An id without a body (purged, or
+-- foreign data) is dropped. Returns how many were leased.
+local function lease(k, taken, consumer, now, deadline, out)
+  if #taken == 0 then return 0 end
+  local ids = {}
+  for i, t in ipairs(taken) do ids[i] = t.id end
+  local bodies = redis.call('HMGET', k.bodies, unpack(ids))
+  local tries = redis.call('HMGET', k.retries, unpack(ids))
+  local items, retried = {}, {}
+  for i, t in ipairs(taken) do
+    if tries[i] then retried[#retried + 1] = t.id end
+    if bodies[i] then
+      local attempt = (tonumber(tries[i]) or 0) + 1
+      items[#items + 1] = {id = t.id, consumer = consumer, attempt = attempt, since = now, extra = t.extra}
+      out[#out + 1] = t.id
+      out[#out + 1] = attempt
+      out[#out + 1] = bodies[i]
+    end
+  end
+  if #retried > 0 then call_chunked('HDEL', k.retries, retried, 1) end
+  pend(k, items, deadline)
+  return #items
+end
+
+-- keep_attempts records in retries how many deliveries each item ({id, attempt}) going back to
+-- ready has had, where it had any.
+local function keep_attempts(k, items)
+  local h = {}
+  for _, it in ipairs(items) do
+    if it.attempt > 0 then
+      h[#h + 1] = it.id
+      h[#h + 1] = it.attempt
+    end
+  end
+  if #h > 0 then call_chunked('HSET', k.retries, h, 2) end
+end
+
+-- unref drops one group's reference to each of ids and deletes a body with its last one. A
+-- missing count means one holder: publish writes refs only for fan-out.
+local function unref(k, ids)
+  if #ids == 0 then return end
+  local last = ids
+  if redis.call('EXISTS', k.refs) == 1 then
+    last = {}
+    local counts = redis.call('HMGET', k.refs, unpack(ids))
+    local gone = {}
+    for i, id in ipairs(ids) do
+      local n = tonumber(counts[i] or '1')
+      if n > 1 then
+        redis.call('HINCRBY', k.refs, id, -1)
+      else
+        last[#last + 1] = id
+        if counts[i] then gone[#gone + 1] = id end
+      end
+    end
+    if #gone > 0 then call_chunked('HDEL', k.refs, gone, 1) end
+  end
+  if #last > 0 then call_chunked('HDEL', k.bodies, last, 1) end
+end
+
+-- bury moves items ({id, attempt, extra, reason}), already out of ready and pending, to the
+-- dead-letter store.
+local function bury(k, items, now)
+  if #items == 0 then return end
+  local z, h = {}, {}
+  for _, it in ipairs(items) do
+    z[#z + 1] = now
+    z[#z + 1] = it.id
+    h[#h + 1] = it.id
+    h[#h + 1] = it.attempt .. '|' .. it.extra .. '|' .. it.reason
+  end
+  call_chunked('ZADD', k.dead, z, 2)
+  call_chunked('HSET', k.info, h, 2)
+end
+
+-- parse_info reads a dead_info value: attempts, extra, reason.
+local function parse_info(v)
+  if not v then return 0, '', '' end
+  local a, x, r = string.match(v, '^(%d+)|([^|]*)|(.*)$')
+  if not a then return 0, '', v end
+  return tonumber(a), x, r
+end
+
+-- next_expiry is the ms until the group's earliest lease expires (at least 1), or -1.
+local function next_expiry(k, now)
+  local first = redis.call('ZRANGE', k.pending, 0, 0, 'WITHSCORES')
+  if not first[2] then return -1 end
+  return math.max(1, tonumber(first[2]) - now)
+end
+
+-- count adds n to a counter, when n is not 0.
+local function count(k, field, n)
+  if n ~= 0 then redis.call('HINCRBY', k.counters, field, n) end
+end
+
+-- dedupe returns ids without repeats, so one call never handles an id twice.
+local function dedupe(ids)
+  local seen, out = {}, {}
+  for _, id in ipairs(ids) do
+    if not seen[id] then
+      seen[id] = true
+      out[#out + 1] = id
+    end
+  end
+  return out
+end
+
+-- layout_error is the error reply for data in storage layout found, which this code cannot read.
+local function layout_error(found)
+  return redis.error_reply('RELQLAYOUT ' .. found .. ' ' .. LAYOUT)
+end
+
+-- check_layout raises layout_error when meta's layout field names a layout other than this one.
+local function check_layout(found)
+  if found and found ~= LAYOUT then error(layout_error(found)) end
+end

@@ -1,0 +1,20 @@
+-- ensuregroup.lua: register a group on a topic, so every later publish routes to it.
+-- Idempotent. A new group bumps the registry version, which makes publishers with a cached
+-- registry retry with the new one.
+--
+-- KEYS[1..5] -> the topic's meta, bodies, refs, registry, legacy (see publish.lua)
+-- ARGV[1] -> group
+-- Returns {version, groups...}, for the caller's publish cache; or an error reply for a layout
+-- this code cannot read.
+
+local meta = redis.call('HMGET', KEYS[1], 'layout', 'seq', 'ver')
+check_layout(meta[1])
+if not meta[3] and redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
+local ver = meta[3] or '0'
+if redis.call('HSETNX', KEYS[4], ARGV[1], meta[2] or '0') == 1 then
+  ver = ms(redis.call('HINCRBY', KEYS[1], 'ver', 1))
+  if not meta[1] then redis.call('HSET', KEYS[1], 'layout', LAYOUT) end
+end
+local reply = {ver}
+for _, g in ipairs(redis.call('HKEYS', KEYS[4])) do reply[#reply + 1] = g end
+return reply

@@ -1,0 +1,37 @@
+-- reclaim.lua: return a group's expired leases to ready (or dead-letter those whose attempts
+-- reached the limit), then let the store do its own upkeep (list: promote due delayed
+-- messages, lease orphans).
+--
+-- KEYS -> the topic's 5 keys, then the group's (engine.lua's keys_at)
+-- ARGV[1] -> max deliveries (0: no limit)
+-- ARGV[2] -> orphan lease in ms
+-- ARGV[3] -> N, the most ids each step handles
+-- Returns {reclaimed, dead_lettered, orphans, promoted, expiry, more}: expiry is the ms until
+-- the earliest lease left expires (-1: none); more is 1 when N expired leases were found, so
+-- more may be waiting.
+
+local k = keys_at(TOPIC_KEYS + 1)
+local max, n = tonumber(ARGV[1]), tonumber(ARGV[3])
+local now = now_ms()
+local expired = redis.call('ZRANGE', k.pending, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, n)
+local recs = read_records(k, expired)
+local back, dead = {}, {}
+for i, id in ipairs(expired) do
+  local r = recs[i] or {attempt = 0, extra = ''}
+  if max > 0 and r.attempt >= max then
+    dead[#dead + 1] = {id = id, attempt = r.attempt, extra = r.extra,
+      reason = 'lease expired after ' .. r.attempt .. ' attempts'}
+  else
+    back[#back + 1] = {id = id, extra = r.extra, attempt = r.attempt, kind = 'reclaim'}
+  end
+end
+unpend(k, expired)
+store_back(k, back, now)
+keep_attempts(k, back)
+bury(k, dead, now)
+count(k, 'reclaimed', #back)
+count(k, 'dead_lettered', #dead)
+local promoted, orphans = store_upkeep(k, now, n, tonumber(ARGV[2]))
+local more = 0
+if #expired == n then more = 1 end
+return {#back, #dead, orphans, promoted, next_expiry(k, now), more}

@@ -1,0 +1,35 @@
+-- requeue.lua: move dead letters back to ready with their attempts reset: the ids given, or
+-- the N oldest. A dead letter whose body is gone is dropped instead.
+--
+-- KEYS -> the topic's 5 keys, then the group's (engine.lua's keys_at)
+-- ARGV[1] -> N: with no ids after it, requeue the N oldest dead letters
+-- ARGV[2..] -> ids to requeue
+-- Returns {dead letters looked at, requeued}.
+
+local k = keys_at(TOPIC_KEYS + 1)
+local ids = {}
+if #ARGV == 1 then
+  ids = redis.call('ZRANGE', k.dead, 0, tonumber(ARGV[1]) - 1)
+else
+  local given = {}
+  for i = 2, #ARGV do given[#given + 1] = ARGV[i] end
+  given = dedupe(given)
+  local scores = redis.call('ZMSCORE', k.dead, unpack(given))
+  for i, id in ipairs(given) do
+    if scores[i] then ids[#ids + 1] = id end
+  end
+end
+if #ids == 0 then return {0, 0} end
+local infos = redis.call('HMGET', k.info, unpack(ids))
+local bodies = redis.call('HMGET', k.bodies, unpack(ids))
+local back = {}
+for i, id in ipairs(ids) do
+  if bodies[i] then
+    local _, extra = parse_info(infos[i])
+    back[#back + 1] = {id = id, extra = extra, attempt = 0, kind = 'requeue'}
+  end
+end
+call_chunked('ZREM', k.dead, ids, 1)
+call_chunked('HDEL', k.info, ids, 1)
+store_back(k, back, now_ms())
+return {#ids, #back}

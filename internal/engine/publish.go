@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/pubsub"
+)
+
+// publishTries bounds the retries of a publish whose cached registry was stale. Each retry
+// learns the registry from the failed attempt, so a second try succeeds unless groups are
+// being registered on the topic at that very moment.
+const publishTries = 5
+
+// registry is a topic's registered groups as Publish last saw them, with their version.
+type registry struct {
+	version string
+	groups  []string
+}
+
+// Publish stores the batch in one publish.lua call (one more per stale registry): the bodies
+// once, and each message in the ready store of every registered group, or of
+// pubsub.DefaultGroup when the topic has none yet. It returns the delivery IDs in order.
+// Priorities go through Store.Priority (0 without one).
+func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string, error) {
+	if err := e.Check(ctx, "topic", p.Topic); err != nil {
+		return nil, err
+	}
+	if len(p.Messages) == 0 {
+		return nil, nil
+	}
+	lane, token := e.takeLane()
+	defer e.freeLane(lane)
+	return e.publish(ctx, p, e.lane(lane), token)
+}
+
+// publish is Publish on a given lane and token (tests resend a call with them).
+func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, token string) ([]string, error) {
+	topic, msgs := p.Topic, p.Messages
+	reg := e.cached(topic)
+	tk := e.topicKeys(topic).list()
+	for range publishTries {
+		keys := slices.Clone(tk)
+		args := make([]any, 0, 5+len(reg.groups)+3*len(msgs))
+		args = append(args, pubsub.DefaultGroup, reg.version, lane, token, len(reg.groups))
+		for _, g := range reg.groups {
+			keys = append(keys, e.Keys(topic, g).groupOnly()...)
+			args = append(args, g)
+		}
+		for _, m := range msgs {
+			prio := 0
+			if e.store.Priority != nil {
+				prio = e.store.Priority(m.Priority)
+			}
+			args = append(args, backendkit.Millis(m.Delay), prio, pubsub.EncodeEnvelope(m.Envelope))
+		}
+		res, err := e.run(ctx, "publish", keys, args...).Slice()
+		if err != nil {
+			return nil, err
+		}
+		if backendkit.Int(res[0]) == 1 {
+			last := backendkit.Int(res[1])
+			if v, _ := res[2].(string); v != reg.version {
+				e.registries.Store(topic, registry{version: v, groups: reg.groups})
+			}
+			ids := make([]string, len(msgs))
+			for i := range ids {
+				ids[i] = strconv.FormatInt(last-int64(len(ids)-1-i), 10)
+			}
+			return ids, nil
+		}
+		if reg, err = e.remember(topic, res[1:]); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
+}
+
+// cached returns the registry Publish last saw on topic, or version "0" with the default group.
+func (e *Engine) cached(topic string) registry {
+	if v, ok := e.registries.Load(topic); ok {
+		return v.(registry)
+	}
+	return registry{version: "0", groups: []string{pubsub.DefaultGroup}}
+}
+
+// remember caches a registry reply {version, groups...}. Names are checked again: a foreign
+// member with braces would address keys outside the topic's slot.
+func (e *Engine) remember(topic string, reply []any) (registry, error) {
+	reg := registry{}
+	reg.version, _ = reply[0].(string)
+	if reg.version == "" {
+		reg.version = strconv.FormatInt(backendkit.Int(reply[0]), 10)
+	}
+	for _, m := range reply[1:] {
+		g, _ := m.(string)
+		if err := pubsub.ValidateName("group", g); err != nil {
+			return reg, fmt.Errorf("%s: registered group: %w", e.store.Name, err)
+		}
+		reg.groups = append(reg.groups, g)
+	}
+	if len(reg.groups) == 0 {
+		reg.groups = []string{pubsub.DefaultGroup}
+	}
+	slices.Sort(reg.groups)
+	e.registries.Store(topic, reg)
+	return reg, nil
+}
+
+// takeLane returns a free publish lane and the next token on it. A lane runs one call at a
+// time, so a resend of the call finds the lane's record still its own (publish.lua).
+func (e *Engine) takeLane() (int, string) {
+	e.lanesMu.Lock()
+	defer e.lanesMu.Unlock()
+	var n int
+	if len(e.lanes) > 0 {
+		n = e.lanes[len(e.lanes)-1]
+		e.lanes = e.lanes[:len(e.lanes)-1]
+	} else {
+		n = e.nextLane
+		e.nextLane++
+	}
+	e.tokens[n]++
+	return n, strconv.FormatUint(e.tokens[n], 10)
+}
+
+func (e *Engine) freeLane(n int) {
+	e.lanesMu.Lock()
+	defer e.lanesMu.Unlock()
+	e.lanes = append(e.lanes, n)
+}
+
+// EnsureGroup registers a group (ensuregroup.lua) and primes the publish cache with the
+// registry it returns, so the first Publish after a Subscribe needs no retry. The group
+// receives messages published from now on: p.FromOldest cannot be honoured (no
+// Capabilities.NewGroupReplay) and is ignored.
+func (e *Engine) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) error {
+	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return err
+	}
+	res, err := e.run(ctx, "ensuregroup", e.topicKeys(p.Topic).list(), p.Group).Slice()
+	if err != nil {
+		return err
+	}
+	_, err = e.remember(p.Topic, res)
+	return err
+}
+
+// Groups lists the groups registered on a topic, sorted.
+func (e *Engine) Groups(ctx context.Context, topic string) ([]string, error) {
+	if err := e.Check(ctx, "topic", topic); err != nil {
+		return nil, err
+	}
+	groups, err := e.client.HKeys(ctx, e.topicKeys(topic).registry).Result()
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(groups)
+	return groups, nil
+}

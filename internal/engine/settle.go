@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/pubsub"
+)
+
+// Ack runs ack.lua in calls of at most BatchSize items: each pending item leaves pending and
+// drops its reference to the body (deleted with the last group's). Items not pending, or
+// pending under another attempt or consumer, count as stale.
+func (e *Engine) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
+	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+		return pubsub.AckResult{}, err
+	}
+	keys := e.Keys(p.Topic, p.Group).all
+	var total pubsub.AckResult
+	for items := range slices.Chunk(p.Items, e.store.BatchSize) {
+		res, err := backendkit.Ack(ctx, e.client, e.scripts["ack"], keys, []any{p.Consumer}, items)
+		total.Acked += res.Acked
+		total.Stale += res.Stale
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// Nack runs nack.lua in calls of at most BatchSize items. Fenced on (consumer, attempt); where
+// each item goes back is the store's rule.
+func (e *Engine) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackResult, error) {
+	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+		return pubsub.NackResult{}, err
+	}
+	keys := e.Keys(p.Topic, p.Group).all
+	var total pubsub.NackResult
+	for items := range slices.Chunk(p.Items, e.store.BatchSize) {
+		res, err := backendkit.Nack(ctx, e.client, e.scripts["nack"], keys, []any{p.Consumer, max(p.MaxDeliveries, 0)}, items)
+		total.Requeued += res.Requeued
+		total.DeadLettered += res.DeadLettered
+		total.Stale += res.Stale
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// Extend runs extend.lua in calls of at most BatchSize items: the held items' deadlines move to
+// Redis now + p.Lease; the IDs the consumer no longer holds are returned.
+func (e *Engine) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string, error) {
+	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+		return nil, err
+	}
+	if p.Lease <= 0 {
+		return nil, &pubsub.ConfigError{Field: "ExtendParams.Lease", Reason: "must be positive"}
+	}
+	keys := e.Keys(p.Topic, p.Group).all
+	var lost []string
+	for items := range slices.Chunk(p.Items, e.store.BatchSize) {
+		l, err := backendkit.Extend(ctx, e.client, e.scripts["extend"], keys, []any{p.Consumer}, p.Lease, items)
+		if err != nil {
+			return lost, err
+		}
+		lost = append(lost, l...)
+	}
+	return lost, nil
+}
+
+// Reclaim runs reclaim.lua: up to p.Count expired leases (BatchSize if zero), earliest
+// deadline first, go back to ready or, at p.MaxDeliveries, to the dead-letter store; then the
+// store's upkeep. orphanLease is the lease of an orphan the store finds.
+func (e *Engine) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.ReclaimResult, error) {
+	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return pubsub.ReclaimResult{}, err
+	}
+	orphanLease := p.OrphanLease
+	if orphanLease <= 0 {
+		orphanLease = pubsub.LeaseDefault
+	}
+	count := p.Count
+	if count <= 0 {
+		count = e.store.BatchSize
+	}
+	n, err := backendkit.Ints(e.run(ctx, "reclaim", e.Keys(p.Topic, p.Group).all,
+		max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count).Slice())
+	if err != nil {
+		return pubsub.ReclaimResult{}, err
+	}
+	res := pubsub.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1]), Orphans: int(n[2]), Promoted: int(n[3])}
+	setNextExpiry(&res, n[4], n[5] == 1)
+	return res, nil
+}
+
+// setNextExpiry fills in what Reclaim learned of the group's next lease expiry: more expired
+// leases are waiting (more), or the earliest lease left expires in expiryMs (-1: none).
+func setNextExpiry(res *pubsub.ReclaimResult, expiryMs int64, more bool) {
+	switch {
+	case more:
+		res.NextExpiry = time.Millisecond
+	case expiryMs > 0:
+		res.NextExpiry = time.Duration(expiryMs) * time.Millisecond
+	}
+}
