@@ -21,6 +21,8 @@ type Backend struct {
 	// trips it (go-redis extends the read deadline only for its own typed blocking commands,
 	// which take whole seconds). Zero: no bound.
 	maxBlock time.Duration
+	// idle lets an idle consumer's Claims skip claim.lua for a while.
+	idle engine.Idle
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -22,7 +23,9 @@ const registerTimeout = 5 * time.Second
 // the client's read timeout; then register.lua leases the moved entry and claims the rest of
 // p.Count from ready, in the one round trip after the wake-up. A consumer that dies between the
 // two leaves an orphan for Reclaim. When the BLMOVE times out at the end of p.Block, Claim
-// returns nothing without running claim.lua again: the caller's next Claim starts with it.
+// returns nothing without running claim.lua again; the consumer's next Claims go straight to
+// BLMOVE until engine.IdleProbe passes or a delayed message it knows of is due, so an idle
+// consumer runs claim.lua once per probe, not once per Block.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
 	if p.Lease <= 0 {
 		if err := b.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
@@ -32,20 +35,29 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 	}
 	count := min(max(p.Count, 1), b.BatchSize())
 	end := time.Now().Add(p.Block)
+	skip, _, skipping := b.idle.Skip(p.Topic, p.Group, p.Consumer)
 	for {
-		c, err := b.ClaimOnce(ctx, p, p.Block)
-		if err != nil {
-			return nil, err
-		}
-		if len(c.Deliveries) > 0 || p.Block <= 0 {
-			return c.Deliveries, nil
-		}
 		wait := time.Until(end)
+		if skipping && p.Block > 0 {
+			// Idle a moment ago: BLMOVE sees whatever becomes ready meanwhile.
+			skipping = false
+			wait = min(wait, skip)
+		} else {
+			c, err := b.ClaimOnce(ctx, p, p.Block+engine.IdleProbe)
+			if err != nil {
+				return nil, err
+			}
+			if len(c.Deliveries) > 0 || p.Block <= 0 {
+				b.idle.Busy(p.Topic, p.Group, p.Consumer)
+				return c.Deliveries, nil
+			}
+			b.idle.Found(p.Topic, p.Group, p.Consumer, c.Wait)
+			if c.Wait >= 0 {
+				wait = min(wait, c.Wait)
+			}
+		}
 		if wait <= 0 || ctx.Err() != nil {
 			return nil, ctx.Err()
-		}
-		if c.Wait >= 0 {
-			wait = min(wait, c.Wait)
 		}
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl))
@@ -56,15 +68,16 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 		entry, err := b.blmove(ctx, p, max(wait, time.Millisecond))
 		if errors.Is(err, redis.Nil) {
 			if !time.Now().Before(end) {
-				// Block is over and nothing came: return without another claim.lua, since
-				// the caller's next Claim starts with one.
+				// Block is over and nothing came: return without another claim.lua; the
+				// caller's next Claim starts with one, or skips it while IdleProbe lasts.
 				return nil, nil
 			}
-			continue // timed out early (a due time, maxBlock): claim again, which promotes what became due
+			continue // timed out early (a due time, maxBlock, the probe): claim again, which promotes what became due
 		}
 		if err != nil {
 			return nil, err
 		}
+		b.idle.Busy(p.Topic, p.Group, p.Consumer)
 		got, err := b.register(ctx, p, count, entry)
 		if err != nil || len(got) > 0 {
 			return got, err

@@ -2,7 +2,7 @@ package list
 
 import (
 	"context"
-	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,35 +16,9 @@ import (
 func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	// A client of its own, named, to see it blocked in CLIENT LIST.
-	opt, err := redis.ParseURL(redistest.Shared(t).URL())
-	require.NoError(t, err)
-	opt.ClientName = e.Prefix
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
-	b, err := New(c, Options{Prefix: e.Prefix})
-	require.NoError(t, err)
 	e.EnsureGroup("t", "g")
-
 	const block = 20 * time.Second
-	type result struct {
-		ds  []pubsub.Delivery
-		err error
-		at  time.Time
-	}
-	done := make(chan result, 1)
-	go func() {
-		ds, err := b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
-		done <- result{ds, err, time.Now()}
-	}()
-	require.Eventually(t, func() bool {
-		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
-			if strings.Contains(line, "name="+e.Prefix+" ") && strings.Contains(line, "cmd=blmove") {
-				return true
-			}
-		}
-		return false
-	}, 5*time.Second, time.Millisecond, "the claim should block in BLMOVE")
+	done := e.blockedClaim(&pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 
 	published := time.Now()
 	e.Publish("t", "wake", "more")
@@ -56,8 +30,55 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 
 	k := e.gk("t", "g")
 	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.holders(k))
-	require.Equal(t, []string{"2", "1"}, e.LRange(k.processing), "processing holds bare ids")
+	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pending), "pending holds the ids")
+	require.False(t, e.Exists(k.processing), "register.lua took the BLMOVEd entry out of processing")
 	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
+}
+
+// An ack of the oldest of many deliveries in flight finds nothing to scan in processing:
+// non-blocking claims go straight to pending, and register.lua takes the entry a blocking
+// claim moved out of processing again, so processing stays empty however many are in flight.
+func TestProcessingStaysEmptyWithManyInFlight(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	const n = 1000
+	payloads := make([]string, n)
+	for i := range payloads {
+		payloads[i] = "m" + strconv.Itoa(i)
+	}
+	e.Publish("t", payloads...)
+
+	var inFlight []pubsub.Delivery
+	for len(inFlight) < n {
+		ds := e.Claim("t", "g", "c", 300)
+		require.NotEmpty(t, ds)
+		inFlight = append(inFlight, ds...)
+		require.False(t, e.Exists(k.processing), "a claim without blocking goes straight to pending")
+	}
+	require.Equal(t, "1", inFlight[0].ID)
+	require.Equal(t, int64(n), e.C.ZCard(e.Ctx, k.pending).Val())
+	require.False(t, e.Exists(k.ready))
+
+	done := e.blockedClaim(&pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Second})
+	e.Publish("t", "last")
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, []string{strconv.Itoa(n + 1)}, adaptertest.IDs(r.ds))
+	require.False(t, e.Exists(k.processing), "register.lua leaves processing empty")
+	require.Equal(t, int64(n+1), e.C.ZCard(e.Ctx, k.pending).Val())
+	require.Equal(t, int64(n+1), e.Stats("t", "g").Pending)
+
+	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", inFlight[0]), "the oldest")
+	require.False(t, e.Exists(k.processing))
+	require.Equal(t, int64(n), e.C.ZCard(e.Ctx, k.pending).Val())
+	_, err := e.C.ZScore(e.Ctx, k.pending, inFlight[0].ID).Result()
+	require.ErrorIs(t, err, redis.Nil, "the oldest left pending")
+	require.NotContains(t, e.holders(k), inFlight[0].ID)
+
+	require.Equal(t, pubsub.AckResult{Acked: n}, e.Ack("t", "g", "c", append(inFlight[1:], r.ds...)...))
+	require.Equal(t, []string{"g:g:counters", "meta", "registry"}, e.Keys("t"))
 }
 
 func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
@@ -67,7 +88,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
-	require.Equal(t, []string{"groups"}, e.Keys("t"))
+	require.Equal(t, []string{"meta", "registry"}, e.Keys("t"), "a claim writes nothing")
 }
 
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {

@@ -25,6 +25,8 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	items[2].Reason = ""
 	require.Equal(t, pubsub.NackResult{DeadLettered: 3}, e.Nack("t", "g", "c", 1, items...))
 	require.False(t, e.Exists(k.processing))
+	require.False(t, e.Exists(k.pending))
+	require.False(t, e.Exists(k.holders))
 	require.Equal(t, int64(3), e.Stats("t", "g").Dead)
 
 	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
@@ -58,7 +60,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"3", "1"}, e.readyIDs(k.ready), "oldest dead letter claimed first")
 	require.False(t, e.Exists(k.dead))
-	require.False(t, e.Exists(k.reasons))
+	require.False(t, e.Exists(k.deadInfo))
 
 	var again []pubsub.NackItem
 	for _, d := range e.Claim("t", "g", "c", 2) {
@@ -68,8 +70,8 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{"bodies", "g:g:counters", "g:other:counters", "g:other:ready", "groups",
-		"refs", "seq"}, e.Keys("t"))
+	require.Equal(t, []string{"bodies", "g:g:counters", "g:other:ready", "meta", "refs", "registry"}, e.Keys("t"),
+		"other has claimed nothing yet, so it has no counters")
 	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.topic.refs), "other still holds all three")
 
 	// Purging the last holder deletes the bodies.
@@ -81,7 +83,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "other"})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	require.Equal(t, []string{"g:g:counters", "g:other:counters", "groups", "seq"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "g:other:counters", "meta", "registry"}, e.Keys("t"))
 }
 
 func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
@@ -89,8 +91,11 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "a", "b", "c", "d", "e")
+	require.Len(t, e.Claim("t", "g", "c", 5), 2, "a claim takes at most BatchSize")
+	require.Equal(t, 2, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: "1", Attempt: 1, Release: true},
+		pubsub.NackItem{ID: "2", Attempt: 1, Release: true}).Requeued)
 	var items []pubsub.NackItem
-	for _, d := range e.Claim("t", "g", "c", 5) {
+	for _, d := range e.claimAll("t", "g", "c", 5) {
 		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
 	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
@@ -104,14 +109,14 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	require.Len(t, e.readyIDs(e.gk("t", "g").ready), 5)
 
 	items = items[:0]
-	for _, d := range e.Claim("t", "g", "c", 5) {
+	for _, d := range e.claimAll("t", "g", "c", 5) {
 		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
 	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
-	require.Equal(t, []string{"g:g:counters", "groups", "seq"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "meta", "registry"}, e.Keys("t"))
 }
 
 func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
@@ -149,8 +154,10 @@ func TestReadyIDWithoutBodyIsSkippedAndForgotten(t *testing.T) {
 
 	ds := e.Claim("t", "g", "c", 5)
 	require.Equal(t, []string{"kept"}, adaptertest.Payloads(ds))
-	require.Equal(t, []string{"1"}, e.LRange(k.processing))
+	require.False(t, e.Exists(k.processing))
+	require.Equal(t, []string{"1"}, e.ZMembers(k.pending), "the id without a body is not pending")
 	require.Empty(t, e.LRange(k.ready))
-	require.Equal(t, map[string]string{"1": "1"}, e.Hash(k.attempts))
+	require.Equal(t, map[string]int{"1": 1}, e.attempts(k))
+	require.False(t, e.Exists(k.retries))
 	require.Equal(t, int64(1), e.Stats("t", "g").Counters.Claimed)
 }

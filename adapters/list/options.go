@@ -15,10 +15,11 @@ type Options struct {
 	// Prefix starts every key, inside the hash tag {prefix:topic}: it namespaces relq's keys
 	// and lets ACL rules like `~{relq:*` cover them. Defaults to PrefixDefault ("relq").
 	Prefix string
-	// BatchSize bounds how many ids one script call handles when the caller gives no bound:
-	// delayed messages promoted per claim, leases checked per Reclaim without a Count, dead
-	// letters requeued or purged per round trip. It keeps each script short, since a script
-	// blocks Redis while it runs. Defaults to BatchSizeDefault (1000).
+	// BatchSize bounds how many ids one script call handles: messages per claim, acks, nacks
+	// and extensions per call (larger batches take several), delayed messages promoted per
+	// claim, leases checked per Reclaim without a Count, dead letters requeued or purged per
+	// round trip. It keeps each script short, since a script blocks Redis while it runs.
+	// Defaults to BatchSizeDefault (1000).
 	BatchSize int
 }
 

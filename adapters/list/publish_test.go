@@ -29,16 +29,18 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.Equal(t, adaptertest.Envelope("a"), first[0].Envelope)
 	require.Equal(t, 1, first[0].Attempt)
 	require.Equal(t, []string{"3"}, e.readyIDs(k.ready))
-	require.Equal(t, []string{"2", "1"}, e.LRange(k.processing))
-	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.leases))
+	require.False(t, e.Exists(k.processing), "a claim without blocking goes straight to pending")
+	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pending))
+	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pendingAt))
 	require.Equal(t, map[string]string{"1": "c1", "2": "c1"}, e.holders(k))
-	require.Equal(t, map[string]string{"1": "1", "2": "1"}, e.Hash(k.attempts))
+	require.Equal(t, map[string]int{"1": 1, "2": 1}, e.attempts(k))
+	require.False(t, e.Exists(k.retries), "first deliveries need no retries record")
 
 	rest := e.Claim("orders", pubsub.DefaultGroup, "c1", 5)
 	require.Equal(t, []string{"3"}, adaptertest.IDs(rest))
 
 	require.Equal(t, pubsub.AckResult{Acked: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...))
-	require.Equal(t, []string{"g:default:counters", "groups", "seq"}, e.Keys("orders"))
+	require.Equal(t, []string{"g:default:counters", "meta", "registry"}, e.Keys("orders"))
 	c := e.Stats("orders", pubsub.DefaultGroup).Counters
 	require.Equal(t, pubsub.Counters{Published: 3, Claimed: 3, Acked: 3}, c)
 
@@ -68,7 +70,7 @@ func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {
 	db := e.Claim("t", "b", "c", 1)
 	require.Equal(t, []string{"x"}, adaptertest.Payloads(db))
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "b", "c", db...))
-	require.Equal(t, []string{"g:a:counters", "g:b:counters", "groups", "seq"}, e.Keys("t"))
+	require.Equal(t, []string{"g:a:counters", "g:b:counters", "meta", "registry"}, e.Keys("t"))
 }
 
 func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {

@@ -22,31 +22,60 @@ func TestOrphanInProcessingGetsALeaseAndIsReclaimedWhenItExpires(t *testing.T) {
 	require.Equal(t, "1", id)
 	require.Len(t, e.LRange(k.processing), 1)
 	require.Regexp(t, `^1@\d+$`, e.LRange(k.processing)[0], "BLMOVE leaves the ready entry as it was")
-	require.False(t, e.Exists(k.leases))
+	require.False(t, e.Exists(k.pending))
+	require.Equal(t, int64(1), e.Stats("t", "g").Pending, "an entry in processing counts as pending")
 
-	require.Equal(t, pubsub.ReclaimResult{Orphans: 1}, e.Reclaim("t", "g", 0))
-	require.Equal(t, []string{id}, e.LRange(k.processing), "the orphan's entry becomes its bare id")
-	require.Equal(t, []string{id}, e.ZMembers(k.leases))
+	res := e.Reclaim("t", "g", 0)
+	require.Equal(t, pubsub.ReclaimResult{Orphans: 1}, counts(res))
+	require.True(t, res.NextExpiry > 0 && res.NextExpiry <= time.Minute, "the orphan lease (a minute) expires next: %v", res.NextExpiry)
+	require.False(t, e.Exists(k.processing), "the orphan leaves processing for pending")
+	require.Equal(t, []string{id}, e.ZMembers(k.pending))
 	require.Equal(t, map[string]string{id: ""}, e.holders(k), "an orphan lease is held by nobody")
 	require.Equal(t, int64(1), e.Stats("t", "g").Pending)
-	require.Equal(t, pubsub.ReclaimResult{}, e.Reclaim("t", "g", 0), "found once")
+	require.Equal(t, pubsub.ReclaimResult{}, counts(e.Reclaim("t", "g", 0)), "found once")
 
-	// Nobody holds an orphan: a nack of it is stale.
+	// Nobody holds an orphan: a nack of it is stale, whatever the attempt.
 	require.Equal(t, pubsub.NackResult{Stale: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: id, Attempt: 0}))
+	require.Equal(t, pubsub.NackResult{Stale: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: id, Attempt: 1}))
+	require.Equal(t, map[string]string{id: ""}, e.holders(k))
 
+	// Attempts after an expired orphan lease: TestExpiredOrphanLeaseIsNotAnAttempt.
 	e.expire("t", "g", id)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 1), "attempt 0 is below any limit")
+	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
 	require.Equal(t, []string{id}, e.readyIDs(k.ready))
 	require.False(t, e.Exists(k.processing))
+	require.False(t, e.Exists(k.pending))
 
 	d := e.Claim("t", "g", "c", 1)
-	require.Equal(t, 1, d[0].Attempt, "the BLMOVE window was not an attempt")
+	require.Equal(t, []string{id}, adaptertest.IDs(d))
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
-	require.Equal(t, []string{"g:g:counters", "groups", "seq"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "meta", "registry"}, e.Keys("t"))
 
 	none, err := f.InjectOrphan(e.Ctx, "t", "g")
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// The BLMOVE window is not an attempt: no handler saw the message. So an orphan lease that
+// expires is below any MaxDeliveries, and the next claim is attempt 1.
+func TestExpiredOrphanLeaseIsNotAnAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	e.Publish("t", "x")
+	id, err := e.b.Faults().InjectOrphan(e.Ctx, "t", "g")
+	require.NoError(t, err)
+	require.Equal(t, 1, e.Reclaim("t", "g", 0).Orphans)
+
+	e.expire("t", "g", id)
+	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 1), "attempt 0 is below any limit")
+	require.Equal(t, []string{id}, e.readyIDs(k.ready))
+	require.False(t, e.Exists(k.dead))
+
+	d := e.Claim("t", "g", "c", 1)
+	require.Equal(t, []string{id}, adaptertest.IDs(d))
+	require.Equal(t, 1, d[0].Attempt, "the BLMOVE window was not an attempt")
 }
 
 func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
@@ -63,10 +92,11 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	require.Regexp(t, `^1@\d+$`, entry)
 	id := "1"
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Orphans)
-	require.Equal(t, []string{id}, e.LRange(k.processing))
+	require.False(t, e.Exists(k.processing), "the orphan left processing for pending")
+	require.Equal(t, []string{id}, e.ZMembers(k.pending))
 	require.Equal(t, map[string]string{id: ""}, e.holders(k), "an orphan lease is held by nobody")
 	orphanSince := e.pendingSince(k, id)
-	ds, err := e.b.register(e.Ctx, k, p, 1, entry)
+	ds, err := e.b.register(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
 	require.Equal(t, []string{id}, adaptertest.IDs(ds))
 	require.Equal(t, 1, ds[0].Attempt)
@@ -75,26 +105,31 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 
 	// Registering a held id returns nothing for it; the script claims from ready instead.
 	p.Consumer = "c2"
-	ds, err = e.b.register(e.Ctx, k, p, 1, entry)
+	ds, err = e.b.register(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
 	require.Equal(t, []string{"2"}, adaptertest.IDs(ds))
 	require.Equal(t, map[string]string{id: "c1", "2": "c2"}, e.holders(k))
 
-	// The usual case: the entry BLMOVE moved is still there, and becomes the bare id in place.
+	// The usual case: the entry BLMOVE moved is still in processing, and register.lua takes it
+	// out into pending.
 	entry = e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val()
 	require.Regexp(t, `^3@\d+$`, entry)
-	ds, err = e.b.register(e.Ctx, k, p, 1, entry)
+	ds, err = e.b.register(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
 	require.Equal(t, []string{"3"}, adaptertest.IDs(ds))
-	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.attempts))
-	require.Equal(t, []string{"3", "2", "1"}, e.LRange(k.processing))
+	require.Equal(t, map[string]int{"1": 1, "2": 1, "3": 1}, e.attempts(k))
+	require.Equal(t, map[string]string{"1": "c1", "2": "c2", "3": "c2"}, e.holders(k))
+	require.False(t, e.Exists(k.processing))
+	require.Equal(t, []string{"1", "2", "3"}, e.ZMembers(k.pending))
 
 	// An entry no longer in processing (say its orphan lease expired and it went back to
 	// ready, then was claimed) is not registered, and ready is empty: nothing comes back.
-	ds, err = e.b.register(e.Ctx, k, p, 1, "99@1")
+	ds, err = e.b.register(e.Ctx, p, 1, "99@1")
 	require.NoError(t, err)
 	require.Empty(t, ds)
-	require.Equal(t, []string{"3", "2", "1"}, e.LRange(k.processing))
+	require.False(t, e.Exists(k.processing))
+	require.Equal(t, []string{"1", "2", "3"}, e.ZMembers(k.pending))
+	require.Equal(t, int64(3), e.Stats("t", "g").Counters.Claimed)
 }
 
 func TestExpiredLeaseAtMaxDeliveriesIsDeadLettered(t *testing.T) {
@@ -108,6 +143,8 @@ func TestExpiredLeaseAtMaxDeliveriesIsDeadLettered(t *testing.T) {
 
 	require.Equal(t, pubsub.ReclaimResult{DeadLettered: 1}, e.Reclaim("t", "g", 1))
 	require.False(t, e.Exists(k.processing))
+	require.False(t, e.Exists(k.pending))
+	require.False(t, e.Exists(k.holders))
 	require.False(t, e.Exists(k.ready))
 	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)

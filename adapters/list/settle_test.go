@@ -25,7 +25,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 
 	cur := e.Claim("t", "g", "c2", 1)[0]
 	require.Equal(t, 2, cur.Attempt)
-	deadline := e.ZScore(k.leases, cur.ID)
+	deadline := e.ZScore(k.pending, cur.ID)
 
 	res := e.Nack("t", "g", "c1", 0, pubsub.NackItem{ID: old.ID, Attempt: old.Attempt})
 	require.Equal(t, pubsub.NackResult{Stale: 1}, res)
@@ -36,20 +36,23 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	res = e.Nack("t", "g", "c2", 0, pubsub.NackItem{ID: old.ID, Attempt: old.Attempt})
 	require.Equal(t, pubsub.NackResult{Stale: 1}, res)
 
-	require.Equal(t, []string{cur.ID}, e.LRange(k.processing), "stale calls changed nothing")
+	require.Equal(t, []string{cur.ID}, e.ZMembers(k.pending), "stale calls changed nothing")
+	require.False(t, e.Exists(k.processing))
 	require.Equal(t, map[string]string{cur.ID: "c2"}, e.holders(k))
-	require.Equal(t, map[string]string{cur.ID: "2"}, e.Hash(k.attempts))
-	require.Equal(t, deadline, e.ZScore(k.leases, cur.ID))
+	require.Equal(t, map[string]int{cur.ID: 2}, e.attempts(k))
+	require.False(t, e.Exists(k.retries))
+	require.Equal(t, deadline, e.ZScore(k.pending, cur.ID))
 	require.Empty(t, e.readyIDs(k.ready))
+	require.False(t, e.Exists(k.delayed))
 
 	lost, err = e.b.Extend(e.Ctx, &pubsub.ExtendParams{Topic: "t", Group: "g", Consumer: "c2", Items: adaptertest.Held(cur), Lease: time.Hour})
 	require.NoError(t, err)
 	require.Empty(t, lost)
-	require.Greater(t, e.ZScore(k.leases, cur.ID), deadline)
+	require.Greater(t, e.ZScore(k.pending, cur.ID), deadline)
 
 	// An ack is accepted from any holder (the work is done), and counted stale.
 	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, e.Ack("t", "g", "c1", old))
-	require.Equal(t, []string{"g:g:counters", "groups", "seq"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "meta", "registry"}, e.Keys("t"))
 	c := e.Stats("t", "g").Counters
 	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleAcks: 1, StaleNacks: 2}, c)
 }
@@ -65,14 +68,17 @@ func TestNackRetriesAtTheConsumeEndAndReleaseKeepsTheAttempt(t *testing.T) {
 	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt}))
 	require.Equal(t, []string{"2", "1"}, e.readyIDs(k.ready), "retried message is next")
 	require.Empty(t, e.LRange(k.processing))
-	require.Empty(t, e.ZMembers(k.leases))
+	require.Empty(t, e.ZMembers(k.pending))
+	require.Empty(t, e.holders(k))
+	require.Equal(t, map[string]string{d.ID: "1"}, e.Hash(k.retries), "the attempt is kept while it waits")
 
 	d = e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, "1st", string(d.Envelope.Payload))
 	require.Equal(t, 2, d.Attempt)
 	rel := e.Nack("t", "g", "c", 2, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
 	require.Equal(t, pubsub.NackResult{Requeued: 1}, rel, "release is not an attempt, even at MaxDeliveries")
-	require.Equal(t, map[string]string{d.ID: "1"}, e.Hash(k.attempts))
+	require.Equal(t, map[string]string{d.ID: "1"}, e.Hash(k.retries), "the released attempt is given back")
+	require.Empty(t, e.holders(k))
 
 	d = e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, 2, d.Attempt)

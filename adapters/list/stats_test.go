@@ -21,7 +21,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	d := e.Claim("t", "g", "c", 2)
 	// Age the oldest pending and ready entries by a known amount, on the Redis clock.
 	now := e.pendingSince(k, d[0].ID)
-	require.NoError(t, e.C.HSet(e.Ctx, k.holders, d[0].ID, fmt.Sprintf("c:%d", now-60_000)).Err())
+	e.setPendingSince(k, d[0].ID, now-60_000)
 	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("3@%d", now-120_000)).Err())
 	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
@@ -65,9 +65,9 @@ func TestOldestReadyAgeLooksPastRetriesAndAtTheBack(t *testing.T) {
 	require.InDelta(t, time.Hour, e.Stats("t", "g").OldestReadyAge, float64(5*time.Second))
 }
 
-// OldestPendingAge comes from the pending-since time kept with each holder; an entry BLMOVE
-// moved and nobody registered yet has none and is counted as pending, not aged.
-func TestOldestPendingAgeFromHolders(t *testing.T) {
+// OldestPendingAge comes from the pending-since time kept for each delivery in pending_at; an
+// entry BLMOVE moved and nobody registered yet has none and is counted as pending, not aged.
+func TestOldestPendingAgeFromPendingSince(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
@@ -75,7 +75,7 @@ func TestOldestPendingAgeFromHolders(t *testing.T) {
 	e.Publish("t", "a", "b", "c")
 	d := e.Claim("t", "g", "c", 2)
 	since := e.pendingSince(k, d[0].ID)
-	require.NoError(t, e.C.HSet(e.Ctx, k.holders, d[0].ID, fmt.Sprintf("c:%d", since-90_000)).Err())
+	e.setPendingSince(k, d[0].ID, since-90_000)
 	require.Regexp(t, `^3@\d+$`, e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val())
 
 	s := e.Stats("t", "g")

@@ -72,15 +72,15 @@ func TestTopicsIgnoresLookalikeKeys(t *testing.T) {
 	publishTo(t, other, "elsewhere", 1)
 
 	for _, key := range []string{
-		"{" + prefix + ":orders}:g:default:wake:groups", // '*' would have to span "orders}:g:..."
-		"{" + prefix + ":}:groups",                      // empty topic
-		"{" + prefix + ":a b}:groups",                   // not a valid name
-		"{" + prefix + ":x}:groups:groups",
-		prefix + ":y:groups",
+		"{" + prefix + ":orders}:g:default:wake:registry", // '*' would have to span "orders}:g:..."
+		"{" + prefix + ":}:registry",                      // empty topic
+		"{" + prefix + ":a b}:registry",                   // not a valid name
+		"{" + prefix + ":x}:registry:registry",
+		prefix + ":y:registry",
 	} {
-		require.NoError(t, c.SAdd(ctx, key, "default").Err())
+		require.NoError(t, c.HSet(ctx, key, "default", "0").Err())
 	}
-	require.NoError(t, c.Set(ctx, "{"+prefix+":str}:groups", "default", 0).Err())
+	require.NoError(t, c.Set(ctx, "{"+prefix+":str}:registry", "default", 0).Err())
 
 	topics, err := b.Topics(ctx)
 	require.NoError(t, err)
@@ -90,7 +90,7 @@ func TestTopicsIgnoresLookalikeKeys(t *testing.T) {
 	require.Equal(t, []string{"elsewhere"}, topics)
 }
 
-// Each backend finds its topics by a key only it writes (list T:groups, zset T:zgroups,
+// Each backend finds its topics by a key only it writes (list T:registry, zset T:zregistry,
 // streams T:stream), so the list backend lists none of the others' topics.
 func TestTopicsLeavesOutOtherBackendsTopics(t *testing.T) {
 	t.Parallel()

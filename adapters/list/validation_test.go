@@ -24,7 +24,9 @@ func TestOptions(t *testing.T) {
 	c := redistest.Shared(t).Client(t)
 	b, err := New(c, Options{})
 	require.NoError(t, err)
-	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault}, b.opts)
+	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault}, Options{}.WithDefaults())
+	require.Equal(t, BatchSizeDefault, b.BatchSize())
+	require.Equal(t, "{"+PrefixDefault+":t}:meta", b.keys("t", "g").Meta(), "keys start with the default prefix")
 	require.Equal(t, "list", b.Name())
 	require.Equal(t, pubsub.Capabilities{FIFO: true, PendingOrphans: true}, b.Capabilities())
 

@@ -35,6 +35,8 @@ type Backend struct {
 	maxBlock time.Duration
 	// wake pushes a consumer's own wake-up token (lua/wake.lua).
 	wake *redis.Script
+	// idle lets an idle consumer's Claims skip claim.lua for a while.
+	idle engine.Idle
 }
 
 var (

@@ -20,8 +20,10 @@ const wakeTimeout = time.Second
 // one BLPOP on the group's wake-up list, which every publish (and a claim that leaves due
 // messages behind) pushes a token onto, until a token comes, the earliest scheduled message
 // is due, or p.Block (bounded by the context's deadline and the client's read timeout) is
-// over; on a wake-up it runs claim.lua again. An idle claim thus costs two commands per
-// Block, whatever is scheduled.
+// over; on a wake-up it runs claim.lua again. claim.lua marks the group asleep for Block +
+// engine.IdleProbe, so the consumer's next Claims go straight to BLPOP until the probe
+// passes or a due time it knows of comes: an idle consumer sends one BLPOP per Block and one
+// claim.lua per probe, whatever is scheduled.
 //
 // The sleep never decides what is due: claim.lua does, on the Redis clock, and tells how many
 // ms away the earliest scheduled message is. The local clock only measures that span and Block.
@@ -34,15 +36,26 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 	}
 	k := b.Keys(p.Topic, p.Group)
 	end := time.Now().Add(p.Block)
+	skip, dueIn, skipping := b.idle.Skip(p.Topic, p.Group, p.Consumer)
 	for {
-		c, err := b.ClaimOnce(ctx, p, p.Block)
-		if err != nil {
-			return nil, err
-		}
-		if len(c.Deliveries) > 0 || p.Block <= 0 {
-			return c.Deliveries, nil
-		}
 		wait := time.Until(end)
+		if skipping && p.Block > 0 {
+			// Idle a moment ago, and the group is still marked asleep: a wake-up token or the
+			// known due time ends the sleep.
+			skipping = false
+			wait = min(wait, skip)
+		} else {
+			c, err := b.ClaimOnce(ctx, p, p.Block+engine.IdleProbe)
+			if err != nil {
+				return nil, err
+			}
+			if len(c.Deliveries) > 0 || p.Block <= 0 {
+				b.idle.Busy(p.Topic, p.Group, p.Consumer)
+				return c.Deliveries, nil
+			}
+			b.idle.Found(p.Topic, p.Group, p.Consumer, c.Wait)
+			dueIn = c.Wait
+		}
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl))
 		}
@@ -52,15 +65,17 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 		if wait <= 0 || ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		woken, err := b.sleep(ctx, k, p.Consumer, wait, c.Wait)
+		woken, err := b.sleep(ctx, k, p.Consumer, wait, dueIn)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, err
 		}
-		if !woken && !time.Now().Before(end) {
-			return nil, nil // Block is over; the caller's next Claim starts with claim.lua
+		if woken {
+			b.idle.Busy(p.Topic, p.Group, p.Consumer)
+		} else if !time.Now().Before(end) {
+			return nil, nil // Block is over; the caller's next Claim starts with claim.lua, or skips it
 		}
 	}
 }

@@ -14,8 +14,6 @@ type Claimed struct {
 	// Wait is, when nothing was claimed, how long until the store's earliest scheduled message
 	// is due (0: now), or -1 when nothing is scheduled; -1 when something was claimed.
 	Wait time.Duration
-	// Expiry is how long until the group's earliest lease expires, or -1 when nothing is pending.
-	Expiry time.Duration
 }
 
 // ClaimOnce runs claim.lua: up to p.Count ready messages (at most BatchSize) under a lease of
@@ -53,9 +51,8 @@ func (e *Engine) AddScript(verb string) {
 
 func (e *Engine) claimed(topic string, res []any) Claimed {
 	return Claimed{
-		Deliveries: backendkit.DecodeDeliveries(res[2:], topic, e.store.Name+": delivery", backendkit.DecodeEnvelope),
+		Deliveries: backendkit.DecodeDeliveries(res[1:], topic, e.store.Name+": delivery", backendkit.DecodeEnvelope),
 		Wait:       millis(res[0]),
-		Expiry:     millis(res[1]),
 	}
 }
 

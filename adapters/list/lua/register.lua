@@ -3,8 +3,8 @@
 --
 -- Between BLMOVE and this script the entry sits in processing without a lease. Reclaim may
 -- have given it an orphan lease meanwhile (a holders record with no consumer): that one is
--- taken over, its attempt and pending-since time kept. If it has a consumer, or is gone (an
--- orphan lease expired and it went back to ready), it is someone else's now and is not
+-- taken over as the next attempt, its pending-since time kept. If it has a consumer, or is gone
+-- (an orphan lease expired and it went back to ready), it is someone else's now and is not
 -- returned. processing holds only entries in that window, so LREM finds it near the head.
 --
 -- KEYS -> the topic's 5 keys, then the group's (internal/engine's keys_at)
@@ -12,14 +12,14 @@
 -- ARGV[2] -> N, the most messages to return, the BLMOVEd one included
 -- ARGV[3] -> lease in ms
 -- ARGV[4] -> the entry BLMOVE returned
--- Returns {-1, expiry, id1, attempt1, body1, ...}, like claim.lua.
+-- Returns {-1, id1, attempt1, body1, ...}, like claim.lua.
 
 local k = keys_at(TOPIC_KEYS + 1)
 local consumer, n = ARGV[1], tonumber(ARGV[2])
 local id = split(ARGV[4])
 local now = now_ms()
 local deadline = now + tonumber(ARGV[3])
-local out = {-1, -1}
+local out = {-1}
 local got = 0
 if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then
   got = lease(k, {{id = id, extra = ''}}, consumer, now, deadline, out)
@@ -28,8 +28,8 @@ else
   if r and r.consumer == '' then
     local body = redis.call('HGET', k.bodies, id)
     if body then
-      pend(k, {{id = id, consumer = consumer, attempt = r.attempt, since = r.since, extra = r.extra}}, deadline)
-      out[3], out[4], out[5] = id, r.attempt, body
+      pend(k, {{id = id, consumer = consumer, attempt = r.attempt + 1, since = r.since, extra = r.extra}}, deadline)
+      out[2], out[3], out[4] = id, r.attempt + 1, body
       got = 1
     end
   end
@@ -38,5 +38,4 @@ if n > got then
   got = got + lease(k, store_take(k, n - got, now, 0), consumer, now, deadline, out)
 end
 count(k, 'claimed', got)
-out[2] = next_expiry(k, now)
 return out

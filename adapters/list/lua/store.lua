@@ -33,11 +33,23 @@ local function store_push(k, msgs, now, _)
   if #delayed > 0 then call_chunked('ZADD', k.delayed, delayed, 2) end
 end
 
+-- first_due is the due time of the earliest delayed message, or nil. It is read once per
+-- script and kept in k (a promotion clears it).
+local function first_due(k)
+  if k.first_due == nil then
+    local first = redis.call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
+    k.first_due = first[2] and tonumber(first[2]) or false
+  end
+  return k.first_due or nil
+end
+
 -- promote moves up to limit due delayed ids to the back of ready, ready since their due time.
+-- With nothing due it costs one look at the earliest.
 local function promote(k, now, limit)
-  if limit <= 0 then return 0 end
+  local first = first_due(k)
+  if limit <= 0 or not first or first > now then return 0 end
+  k.first_due = nil
   local due = redis.call('ZRANGE', k.delayed, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
-  if #due == 0 then return 0 end
   local ids, entries = {}, {}
   for i = 1, #due, 2 do
     ids[#ids + 1] = due[i]
@@ -63,9 +75,9 @@ local function store_claimed(_, _, _) end
 
 -- store_wait is the ms until the earliest delayed message is due (0: now), or -1.
 local function store_wait(k, now, _, _)
-  local first = redis.call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
-  if not first[2] then return -1 end
-  return math.max(0, tonumber(first[2]) - now)
+  local first = first_due(k)
+  if not first then return -1 end
+  return math.max(0, first - now)
 end
 
 -- store_back puts items back: a release, an immediate retry and a reclaimed lease at the
@@ -86,13 +98,23 @@ local function store_back(k, items, now)
   end
   if #front > 0 then call_chunked('RPUSH', k.ready, front, 1) end
   if #back > 0 then call_chunked('LPUSH', k.ready, back, 1) end
-  if #delayed > 0 then call_chunked('ZADD', k.delayed, delayed, 2) end
+  if #delayed > 0 then
+    call_chunked('ZADD', k.delayed, delayed, 2)
+    k.first_due = nil
+  end
+end
+
+-- store_next_due is the ms until the earliest delayed message is due, which Reclaim promotes,
+-- or -1: the reclaim loop wakes then.
+local function store_next_due(k, now)
+  return store_wait(k, now)
 end
 
 -- store_upkeep promotes due delayed messages and leases orphans: entries BLMOVE moved to
 -- processing whose consumer died before register.lua. Each gets an orphan lease held by
 -- nobody, which register.lua takes over if its consumer is alive after all, or which expires
--- like any lease. Returns promoted, orphans.
+-- like any lease. Its record's attempt is the deliveries so far, without this one: no handler
+-- has seen it, so an expired orphan lease is not an attempt. Returns promoted, orphans.
 local function store_upkeep(k, now, n, orphan_lease)
   local promoted = promote(k, now, n)
   local es = redis.call('RPOP', k.processing, n)
@@ -103,7 +125,7 @@ local function store_upkeep(k, now, n, orphan_lease)
   local items, retried = {}, {}
   for i, id in ipairs(ids) do
     if tries[i] then retried[#retried + 1] = id end
-    items[i] = {id = id, consumer = '', attempt = (tonumber(tries[i]) or 0) + 1, since = now, extra = ''}
+    items[i] = {id = id, consumer = '', attempt = tonumber(tries[i]) or 0, since = now, extra = ''}
   end
   if #retried > 0 then call_chunked('HDEL', k.retries, retried, 1) end
   pend(k, items, now + orphan_lease)

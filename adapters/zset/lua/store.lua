@@ -107,6 +107,9 @@ local function store_back(k, items, now)
   wake(k.wake)
 end
 
+-- store_next_due: -1, delayed messages wait in ready itself and need no promotion.
+local function store_next_due(_, _) return -1 end
+
 -- store_upkeep: nothing to promote (delayed messages wait in ready itself) and no orphans (a
 -- claim takes and leases in one script).
 local function store_upkeep(_, _, _, _) return 0, 0 end

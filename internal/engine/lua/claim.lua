@@ -7,15 +7,14 @@
 -- ARGV[4] -> the most delayed messages the store may promote on the way (list)
 -- ARGV[5] -> the group's name
 -- ARGV[6] -> how long the caller will wait for a wake-up if nothing is ready, in ms
--- Returns {wait, expiry, id1, attempt1, body1, id2, ...}. wait is -1 when something was
--- claimed; else the ms until the store's earliest scheduled message is due (0: now), or -1
--- when nothing is scheduled. expiry is the ms until the group's earliest lease expires, -1
--- when nothing is pending.
+-- Returns {wait, id1, attempt1, body1, id2, ...}. wait is -1 when something was claimed; else
+-- the ms until the store's earliest scheduled message is due (0: now), or -1 when nothing is
+-- scheduled.
 
 local k = keys_at(TOPIC_KEYS + 1)
 local consumer, n = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
-local out = {-1, -1}
+local out = {-1}
 local taken = store_take(k, n, now, tonumber(ARGV[4]))
 local got = lease(k, taken, consumer, now, now + tonumber(ARGV[3]), out)
 if got > 0 then
@@ -26,5 +25,4 @@ elseif #taken > 0 then
 else
   out[1] = store_wait(k, now, ARGV[5], tonumber(ARGV[6]))
 end
-out[2] = next_expiry(k, now)
 return out

@@ -6,8 +6,9 @@
 -- ARGV[1] -> max deliveries (0: no limit)
 -- ARGV[2] -> orphan lease in ms
 -- ARGV[3] -> N, the most ids each step handles
--- Returns {reclaimed, dead_lettered, orphans, promoted, expiry, more}: expiry is the ms until
--- the earliest lease left expires (-1: none); more is 1 when N expired leases were found, so
+-- Returns {reclaimed, dead_lettered, orphans, promoted, next, more}: next is the ms until
+-- Reclaim has work again: the earliest lease left expires, or (list) the earliest delayed
+-- message is due for promotion (-1: neither); more is 1 when N expired leases were found, so
 -- more may be waiting.
 
 local k = keys_at(TOPIC_KEYS + 1)
@@ -34,4 +35,6 @@ count(k, 'dead_lettered', #dead)
 local promoted, orphans = store_upkeep(k, now, n, tonumber(ARGV[2]))
 local more = 0
 if #expired == n then more = 1 end
-return {#back, #dead, orphans, promoted, next_expiry(k, now), more}
+local next, due = next_expiry(k, now), store_next_due(k, now)
+if due >= 0 and (next < 0 or due < next) then next = math.max(1, due) end
+return {#back, #dead, orphans, promoted, next, more}

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"sync"
+	"time"
+)
+
+// IdleProbe is how often an idle consumer runs the claim script at the start of a Claim. In
+// between, a Claim goes straight to its blocking wait: whatever a publish, nack or reclaim makes
+// ready wakes that wait anyway (list: BLMOVE on ready; zset: a wake-up token, pushed while the
+// group is marked asleep for IdleProbe + Block). What the wait cannot see is a delayed message
+// another process scheduled meanwhile (list only: zset's sleep marks cover those too); the probe
+// and the reclaim loop, which wakes at the earliest due time it knows, bound how late it is
+// promoted.
+const IdleProbe = 2 * time.Second
+
+// Idle remembers which consumers found nothing at their last claim, so their next Claims can
+// skip the claim script until IdleProbe passes or a due time they know of comes. One entry per
+// consumer that is idle; the zero value is ready to use.
+type Idle struct {
+	m sync.Map // idleKey -> idleState
+}
+
+type idleKey struct{ topic, group, consumer string }
+
+type idleState struct {
+	probed time.Time // when the claim script last ran and found nothing
+	due    time.Time // when the earliest scheduled message it reported is due; zero: none
+}
+
+// Skip reports whether a Claim of consumer may go straight to its blocking wait: for at most
+// left (until the next probe), with the earliest scheduled message due in dueIn (-1: none
+// known). It is false once a known due time has come.
+func (i *Idle) Skip(topic, group, consumer string) (left, dueIn time.Duration, ok bool) {
+	v, found := i.m.Load(idleKey{topic, group, consumer})
+	if !found {
+		return 0, -1, false
+	}
+	s := v.(idleState)
+	left, dueIn = time.Until(s.probed.Add(IdleProbe)), -1
+	if !s.due.IsZero() {
+		dueIn = time.Until(s.due)
+		if dueIn <= 0 {
+			return 0, -1, false
+		}
+	}
+	return left, dueIn, left > 0
+}
+
+// Found records what a claim script reported when it claimed nothing: wait is the time until
+// the earliest scheduled message is due, or -1.
+func (i *Idle) Found(topic, group, consumer string, wait time.Duration) {
+	s := idleState{probed: time.Now()}
+	if wait >= 0 {
+		s.due = s.probed.Add(wait)
+	}
+	i.m.Store(idleKey{topic, group, consumer}, s)
+}
+
+// Busy forgets consumer's idle state: it claimed something, or was woken.
+func (i *Idle) Busy(topic, group, consumer string) {
+	i.m.Delete(idleKey{topic, group, consumer})
+}
