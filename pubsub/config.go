@@ -100,9 +100,12 @@ type SubscriberConfig struct {
 	// HeartbeatInterval is how often leases of held messages are extended.
 	// Defaults to Lease/3.
 	HeartbeatInterval time.Duration
-	// ReclaimInterval is how often this subscriber returns expired leases of its group to
-	// ready, with ±20% jitter, and registers its group again (in case a Redis failover lost
-	// the registration). Defaults to Lease/2.
+	// ReclaimInterval is how often this subscriber sweeps its group for expired leases, with
+	// ±20% jitter, and registers its group again (in case a Redis failover lost the
+	// registration). Between sweeps it also returns expired leases a few milliseconds after
+	// the earliest one expires, where the backend reports that time
+	// (ReclaimResult.NextExpiry); leases taken after a sweep are found by the next one, so
+	// keep ReclaimInterval below the Lease of the group's consumers. Defaults to Lease/2.
 	ReclaimInterval time.Duration
 	// MaxDeliveries is how many deliveries a message gets before it is dead-lettered, on a
 	// nack or when its lease expires. Defaults to MaxDeliveriesDefault (10); -1 means no limit.

@@ -42,11 +42,26 @@ func (s *subscription) heartbeat() {
 	}
 }
 
+// expiryMargin is how long after a reported lease expiry the reclaim loop runs: enough for
+// the Redis clock to have passed the deadline (kept in milliseconds), short enough that the
+// messages of a dead consumer come back a few milliseconds after their lease ends.
+const expiryMargin = 5 * time.Millisecond
+
 // reclaim returns the group's expired leases to ready (and dead-letters those out of
-// attempts) every ReclaimInterval ±20%, starting at once so that what a crashed consumer
-// left behind comes back without waiting an interval. Any consumer of the group may do it;
-// the jitter keeps many consumers from doing it in lockstep. Each round also registers the
-// group again (EnsureGroup), so a registration that Redis lost is back within an interval.
+// attempts). It runs at once, so that what a crashed consumer left behind comes back without
+// waiting, then at the earlier of two times:
+//
+//   - the sweep, every ReclaimInterval ±20%: the safety net, and the round that registers the
+//     group again (EnsureGroup), so a registration that Redis lost is back within an interval;
+//   - just after the earliest pending lease expires, as the last Reclaim reported it
+//     (ReclaimResult.NextExpiry), so expired leases come back at expiry rather than at the
+//     next sweep. A Reclaim that stopped at its bound reports a lease already due, and so
+//     runs again within a few milliseconds.
+//
+// Leases taken after a Reclaim are not in what it reported; the next sweep sees them, which
+// is before they can expire as long as ReclaimInterval is shorter than the lease (Lease/2 by
+// default). Any consumer of the group may reclaim; the jitter keeps many from doing it in
+// lockstep. Wakes for an expiry cost one Reclaim round trip and no EnsureGroup.
 func (s *subscription) reclaim() {
 	defer s.loopsWG.Done()
 	r := newRetrier("reclaiming expired leases", s.config, s.logger)
@@ -55,19 +70,26 @@ func (s *subscription) reclaim() {
 		MaxDeliveries: s.config.MaxDeliveries, OrphanLease: s.config.Lease,
 	}
 	register := &EnsureGroupParams{Topic: s.topic, Group: s.config.Group, FromOldest: s.config.FromOldest}
-	var wait time.Duration
+	var (
+		wait    time.Duration
+		sweepAt time.Time // the next sweep; zero: now
+		idle    time.Duration
+	)
 	for sleep(wait, s.stopping) {
 		res, err := s.backend.Reclaim(s.hard, p)
 		if err != nil {
 			wait = r.failed(err)
 			continue
 		}
-		// Register the group again: a failover to a replica that missed Subscribe's
-		// registration would otherwise leave the group out of every later publish for good.
-		// Idempotent, one round trip per ReclaimInterval.
-		if err := s.backend.EnsureGroup(s.hard, register); err != nil {
-			wait = r.failed(err)
-			continue
+		if now := time.Now(); !now.Before(sweepAt) {
+			// Register the group again: a failover to a replica that missed Subscribe's
+			// registration would otherwise leave the group out of every later publish for
+			// good. Idempotent, one round trip per sweep.
+			if err := s.backend.EnsureGroup(s.hard, register); err != nil {
+				wait = r.failed(err)
+				continue
+			}
+			sweepAt = now.Add(jitter(s.config.ReclaimInterval, 0.2))
 		}
 		r.ok()
 		if res.Reclaimed > 0 || res.DeadLettered > 0 || res.Orphans > 0 {
@@ -75,6 +97,26 @@ func (s *subscription) reclaim() {
 				"reclaimed": res.Reclaimed, "dead_lettered": res.DeadLettered, "orphans": res.Orphans,
 			})
 		}
-		wait = jitter(s.config.ReclaimInterval, 0.2)
+		wait, idle = reclaimWait(res, time.Until(sweepAt), idle)
 	}
+}
+
+// reclaimWait returns how long the reclaim loop sleeps after a Reclaim that returned res,
+// with the next sweep untilSweep away: until just after the next lease expiry when that comes
+// first. idle is the floor of a wake for a lease reported due that then found nothing to do;
+// it doubles while that repeats (a lease extended at its deadline, or a backend reporting a
+// lease it cannot reclaim), so a stuck report cannot make a busy loop.
+func reclaimWait(res ReclaimResult, untilSweep, idle time.Duration) (wait, nextIdle time.Duration) {
+	if res.NextExpiry == 0 {
+		return untilSweep, 0
+	}
+	soon := max(res.NextExpiry, 0) + jitter(expiryMargin, 0.5)
+	worked := res.Reclaimed+res.DeadLettered+res.Orphans+res.Promoted > 0
+	if res.NextExpiry <= expiryMargin && !worked {
+		idle = min(max(2*idle, expiryMargin), untilSweep)
+		soon = max(soon, idle)
+	} else {
+		idle = 0
+	}
+	return min(untilSweep, soon), idle
 }

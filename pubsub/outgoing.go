@@ -9,6 +9,7 @@ import (
 
 // outMessage turns a Watermill message into what the backend stores, checking everything
 // that can be wrong with it, so that Publish can reject a batch before writing any of it.
+// It also returns the encoded size, which bounds a group commit.
 //
 // Metadata handling:
 //   - Delivery keys (MetadataDeliveryID, MetadataAttempt, ...) are dropped: they describe one
@@ -20,7 +21,7 @@ import (
 //   - Any other key with ReservedPrefix is rejected (*MetadataError), to catch typos.
 //   - Watermill's delay keys are the user's and stay in the envelope (Watermill apps read
 //     them); they set the delay unless MetadataDelayMs is present.
-func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, error) {
+func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, int, error) {
 	meta := make(map[string]string, len(msg.Metadata))
 	var out OutMessage
 	var delayMs, priority string
@@ -32,7 +33,7 @@ func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, err
 		case k == MetadataPriority:
 			priority = v
 		case isReserved(k):
-			return OutMessage{}, &MetadataError{UUID: msg.UUID, Key: k, Reason: "unknown key in relq's reserved " + ReservedPrefix + " namespace"}
+			return OutMessage{}, 0, &MetadataError{UUID: msg.UUID, Key: k, Reason: "unknown key in relq's reserved " + ReservedPrefix + " namespace"}
 		default:
 			meta[k] = v
 		}
@@ -40,20 +41,20 @@ func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, err
 	if priority != "" {
 		p, err := strconv.Atoi(priority)
 		if err != nil {
-			return OutMessage{}, &MetadataError{UUID: msg.UUID, Key: MetadataPriority, Reason: "not an integer: " + strconv.Quote(priority)}
+			return OutMessage{}, 0, &MetadataError{UUID: msg.UUID, Key: MetadataPriority, Reason: "not an integer: " + strconv.Quote(priority)}
 		}
 		out.Priority = p
 	}
 	if delayMs != "" {
 		ms, err := strconv.ParseInt(delayMs, 10, 64)
 		if err != nil {
-			return OutMessage{}, &MetadataError{UUID: msg.UUID, Key: MetadataDelayMs, Reason: "not an integer number of milliseconds: " + strconv.Quote(delayMs)}
+			return OutMessage{}, 0, &MetadataError{UUID: msg.UUID, Key: MetadataDelayMs, Reason: "not an integer number of milliseconds: " + strconv.Quote(delayMs)}
 		}
 		out.Delay = max(time.Duration(ms)*time.Millisecond, 0)
 	} else {
 		d, err := watermillDelay(msg, now)
 		if err != nil {
-			return OutMessage{}, err
+			return OutMessage{}, 0, err
 		}
 		out.Delay = d
 	}
@@ -61,10 +62,11 @@ func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, err
 		meta = nil
 	}
 	out.Envelope = Envelope{UUID: msg.UUID, Metadata: meta, Payload: msg.Payload}
-	if size := len(EncodeEnvelope(out.Envelope)); limit > 0 && size > limit {
-		return OutMessage{}, &SizeError{UUID: msg.UUID, Size: size, Limit: limit}
+	size := len(EncodeEnvelope(out.Envelope))
+	if limit > 0 && size > limit {
+		return OutMessage{}, 0, &SizeError{UUID: msg.UUID, Size: size, Limit: limit}
 	}
-	return out, nil
+	return out, size, nil
 }
 
 // watermillDelay reads the metadata of Watermill's components/delay, which sets both keys:

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -32,12 +32,25 @@ type ReplicaWaiter interface {
 
 // Publisher publishes Watermill messages through a Backend. It implements message.Publisher
 // and is safe for concurrent use.
+//
+// Concurrent Publish calls on one topic share round trips (a group commit, see commit.go):
+// while one Backend.Publish call of a topic is in flight, later calls queue their messages,
+// and one of them sends everything queued in the next call. Each Publish still returns only
+// once its own messages are stored, with its own error.
 type Publisher struct {
 	backend Backend
 	waiter  ReplicaWaiter
 	config  PublisherConfig
 	logger  watermill.LoggerAdapter
-	closed  atomic.Bool
+
+	// Bounds of one coalesced Backend.Publish call: commitMaxMessages and commitMaxBytes,
+	// lowered by tests.
+	maxMessages, maxBytes int
+
+	mu     sync.Mutex
+	closed bool
+	topics map[string]*topicQueue // topics with a flush in flight or calls queued
+	calls  sync.WaitGroup         // Publish calls accepted and not yet returned: Close waits
 }
 
 var _ message.Publisher = (*Publisher)(nil)
@@ -56,7 +69,11 @@ func NewPublisher(backend Backend, config PublisherConfig, logger watermill.Logg
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	p := &Publisher{backend: backend, config: config, logger: logger}
+	p := &Publisher{
+		backend: backend, config: config, logger: logger,
+		maxMessages: commitMaxMessages, maxBytes: commitMaxBytes,
+		topics: map[string]*topicQueue{},
+	}
 	if config.WaitReplicas > 0 {
 		w, ok := backend.(ReplicaWaiter)
 		if !ok {
@@ -67,13 +84,19 @@ func NewPublisher(backend Backend, config PublisherConfig, logger watermill.Logg
 	return p, nil
 }
 
-// Publish stores msgs on topic in one round trip and returns nil only once Redis has stored
-// every one (and, with WaitReplicas, once enough replicas acknowledged them). Every message is
-// checked first: one invalid message (nil, bad relq metadata, too large) fails the whole batch
-// with a typed error and nothing stored. The context of the first message bounds the call,
-// as Watermill passes contexts through messages.
+// Publish stores msgs on topic and returns nil only once Redis has stored every one (and,
+// with WaitReplicas, once enough replicas acknowledged them). The messages of one call are
+// stored in one round trip, contiguous and in order. Every message is checked first: one
+// invalid message (nil, bad relq metadata, too large) fails the whole call with a typed error
+// and nothing stored, without affecting other calls.
+//
+// The context of the first message bounds the call, as Watermill passes contexts through
+// messages. If it ends while the messages wait behind another call's round trip, they are
+// not sent and Publish returns the context's error. If it ends while they are on their way
+// to Redis, Publish returns the context's error at once, and the messages may be stored all
+// the same (at-least-once: publishing them again may store them twice).
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
-	if p.closed.Load() {
+	if p.isClosed() {
 		return ErrClosed
 	}
 	if err := ValidateName("topic", topic); err != nil {
@@ -83,38 +106,47 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		return nil
 	}
 	now := time.Now()
-	out := make([]OutMessage, len(msgs))
+	c := &publishCall{
+		msgs: make([]OutMessage, len(msgs)),
+		done: make(chan struct{}),
+	}
 	for i, msg := range msgs {
 		if msg == nil {
 			return fmt.Errorf("%w: message %d of %d", ErrNilMessage, i+1, len(msgs))
 		}
-		m, err := outMessage(msg, p.config.MaxMessageBytes, now)
+		m, size, err := outMessage(msg, p.config.MaxMessageBytes, now)
 		if err != nil {
 			return err
 		}
-		out[i] = m
+		c.msgs[i] = m
+		c.bytes += size
 	}
-	ctx := msgs[0].Context()
-	if _, err := p.backend.Publish(ctx, &PublishParams{Topic: topic, Messages: out}); err != nil {
-		return fmt.Errorf("relq: publish %d message(s) to %q: %w", len(msgs), topic, err)
+	c.ctx = msgs[0].Context()
+	leads, err := p.enqueue(topic, c)
+	if err != nil {
+		return err
 	}
-	p.logger.Trace("relq: published", watermill.LogFields{"topic": topic, "count": len(msgs)})
-	if p.waiter != nil {
-		n, err := p.waiter.WaitReplicas(ctx, topic, p.config.WaitReplicas, p.config.WaitTimeout)
-		if err != nil {
-			return fmt.Errorf("relq: wait for %d replica(s) after publishing to %q: %w", p.config.WaitReplicas, topic, err)
-		}
-		if n < p.config.WaitReplicas {
-			return fmt.Errorf("%w: %d of %d replica(s) within %s", ErrNotReplicated, n, p.config.WaitReplicas, p.config.WaitTimeout)
-		}
+	defer p.calls.Done()
+	if leads {
+		p.flush(topic, c)
 	}
+	return p.await(topic, c)
+}
+
+// Close makes later Publish calls fail with ErrClosed and waits for the calls already
+// accepted: their messages, queued or in flight, are still sent and each call gets its
+// outcome. The backend's Redis client belongs to the caller and stays open. Close starts no
+// goroutine and leaves none behind. It is idempotent.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.calls.Wait()
 	return nil
 }
 
-// Close makes later Publish calls fail with ErrClosed. Publish is synchronous, so there is
-// nothing to flush; the backend's Redis client belongs to the caller and stays open.
-// Close is idempotent.
-func (p *Publisher) Close() error {
-	p.closed.Store(true)
-	return nil
+func (p *Publisher) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
 }

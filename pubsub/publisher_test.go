@@ -3,7 +3,9 @@ package pubsub_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,4 +220,63 @@ func TestPublisherWaitReplicas(t *testing.T) {
 	err = pub.Publish("t", message.NewMessage(watermill.NewUUID(), nil))
 	require.ErrorIs(t, err, pubsub.ErrNotReplicated)
 	require.Equal(t, int64(1), stats(t, b, "t").Counters.Published, "the message is stored on the primary all the same")
+}
+
+// Concurrent Publish calls on one topic share round trips (the group commit) on a real
+// backend too: every message is stored exactly once, and each call's messages are delivered
+// contiguous and in order (the list backend is FIFO with one consumer).
+func TestConcurrentPublishStoresEveryMessageOnceInCallOrder(t *testing.T) {
+	t.Parallel()
+	const goroutines, callsEach, per = 10, 20, 3
+	b := newBackend(t)
+	pub := newPublisher(t, b)
+	sub := newSubscriber(t, b, pubsub.SubscriberConfig{Prefetch: 100})
+	const topic = "commit"
+	require.NoError(t, sub.SubscribeInitialize(topic))
+
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*callsEach)
+	for g := range goroutines {
+		wg.Go(func() {
+			for c := range callsEach {
+				msgs := make([]*message.Message, per)
+				for i := range msgs {
+					msgs[i] = message.NewMessage(watermill.NewUUID(), fmt.Appendf(nil, "%d/%d/%d", g, c, i))
+				}
+				errs <- pub.Publish(topic, msgs...)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	const total = goroutines * callsEach * per
+	require.Equal(t, int64(total), stats(t, b, topic).Counters.Published)
+
+	ch, err := sub.Subscribe(context.Background(), topic)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	next := map[int]int{} // goroutine -> its next call
+	for n := 0; n < total; n += per {
+		var g0, c0 int
+		for j := range per {
+			m := receive(t, ch)
+			var g, c, i int
+			_, err := fmt.Sscanf(string(m.Payload), "%d/%d/%d", &g, &c, &i)
+			require.NoError(t, err)
+			require.False(t, seen[string(m.Payload)], "%s delivered twice", m.Payload)
+			seen[string(m.Payload)] = true
+			if j == 0 {
+				require.Equal(t, next[g], c, "the calls of one goroutine are in call order: got %s", m.Payload)
+				next[g]++
+				g0, c0 = g, c
+			}
+			require.Equal(t, fmt.Sprintf("%d/%d/%d", g0, c0, j), string(m.Payload),
+				"the messages of a call are contiguous and in order")
+			require.True(t, m.Ack())
+		}
+	}
+	require.Len(t, seen, total)
 }

@@ -250,20 +250,20 @@ func TestSubscriberRegistersItsGroupAgain(t *testing.T) {
 				return list.New(c, list.Options{Prefix: p})
 			},
 			func(c redis.UniversalClient, tag string) error {
-				return c.SRem(ctx, keys.Join(tag, "groups"), "billing").Err()
+				return c.HDel(ctx, keys.Join(tag, "registry"), "billing").Err()
 			},
 			func(c redis.UniversalClient, tag string) bool {
-				return c.SIsMember(ctx, keys.Join(tag, "groups"), "billing").Val()
+				return c.HExists(ctx, keys.Join(tag, "registry"), "billing").Val()
 			}},
 		{"zset",
 			func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
 				return zset.New(c, zset.Options{Prefix: p})
 			},
 			func(c redis.UniversalClient, tag string) error {
-				return c.SRem(ctx, keys.Join(tag, "zgroups"), "billing").Err()
+				return c.HDel(ctx, keys.Join(tag, "zregistry"), "billing").Err()
 			},
 			func(c redis.UniversalClient, tag string) bool {
-				return c.SIsMember(ctx, keys.Join(tag, "zgroups"), "billing").Val()
+				return c.HExists(ctx, keys.Join(tag, "zregistry"), "billing").Val()
 			}},
 		{"streams",
 			func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
