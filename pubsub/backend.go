@@ -229,8 +229,9 @@ type ReclaimResult struct {
 	Orphans      int // pending deliveries without a lease that got one
 	Promoted     int // delayed messages that became ready
 	// NextExpiry is how long, on the Redis clock, until the earliest lease of the group that
-	// is still pending after this call's own work expires, so that the caller can run Reclaim
-	// again right then rather than at its next periodic sweep. A lease already due (the call
+	// is still pending after this call's own work expires (or, on a backend that promotes
+	// delayed messages in Reclaim, the earliest of those is due, if sooner), so that the
+	// caller can run Reclaim again right then rather than at its next periodic sweep. A lease already due (the call
 	// stopped at its Count with more expired) is reported as 1ms, never as zero or less.
 	// Zero means unknown: nothing is pending, or the backend does not report it.
 	NextExpiry time.Duration
