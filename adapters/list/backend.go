@@ -21,8 +21,6 @@ type Backend struct {
 	// trips it (go-redis extends the read deadline only for its own typed blocking commands,
 	// which take whole seconds). Zero: no bound.
 	maxBlock time.Duration
-	// idle lets an idle consumer's Claims skip claim.lua for a while.
-	idle engine.Idle
 }
 
 var (
@@ -34,21 +32,16 @@ var (
 // New returns a list Backend on client. The Redis version (>= 6.2) is checked on first use,
 // so New needs no round trip and works while Redis is still starting.
 func New(client redis.UniversalClient, opts Options) (*Backend, error) {
-	if client == nil {
-		return nil, &pubsub.ConfigError{Field: "client", Reason: "must not be nil"}
-	}
-	opts = opts.WithDefaults()
-	if err := opts.validate(); err != nil {
+	e, err := engine.Open(client, opts, engine.Store{
+		Name:     "list",
+		Registry: "registry",
+		Legacy:   "groups",
+		Keys:     []string{"ready", "delayed", "processing"},
+		Lua:      luaFiles,
+	})
+	if err != nil {
 		return nil, err
 	}
-	e := engine.New(client, opts.Prefix, engine.Store{
-		Name:      "list",
-		Registry:  "registry",
-		Legacy:    "groups",
-		Keys:      []string{"ready", "delayed", "processing"},
-		Lua:       luaFiles,
-		BatchSize: opts.BatchSize,
-	})
 	e.AddScript("register")
 	return &Backend{Engine: e, maxBlock: blockBound(client)}, nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -27,63 +26,26 @@ const registerTimeout = 5 * time.Second
 // BLMOVE until engine.IdleProbe passes or a delayed message it knows of is due, so an idle
 // consumer runs claim.lua once per probe, not once per Block.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
-	if p.Lease <= 0 {
-		if err := b.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
-			return nil, err
-		}
-		return nil, &pubsub.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
+	return b.Engine.Claim(ctx, p, b.maxBlock, b.wait)
+}
+
+// wait blocks in BLMOVE for at most wait, or until the earliest delayed message is due, and
+// registers the entry it moves.
+func (b *Backend) wait(ctx context.Context, p *pubsub.ClaimParams, count int, wait, dueIn time.Duration) ([]pubsub.Delivery, bool, error) {
+	if dueIn >= 0 {
+		wait = min(wait, dueIn)
 	}
-	count := min(max(p.Count, 1), b.BatchSize())
-	end := time.Now().Add(p.Block)
-	skip, _, skipping := b.idle.Skip(p.Topic, p.Group, p.Consumer)
-	for {
-		wait := time.Until(end)
-		if skipping && p.Block > 0 {
-			// Idle a moment ago: BLMOVE sees whatever becomes ready meanwhile.
-			skipping = false
-			wait = min(wait, skip)
-		} else {
-			c, err := b.ClaimOnce(ctx, p, p.Block+engine.IdleProbe)
-			if err != nil {
-				return nil, err
-			}
-			if len(c.Deliveries) > 0 || p.Block <= 0 {
-				b.idle.Busy(p.Topic, p.Group, p.Consumer)
-				return c.Deliveries, nil
-			}
-			b.idle.Found(p.Topic, p.Group, p.Consumer, c.Wait)
-			if c.Wait >= 0 {
-				wait = min(wait, c.Wait)
-			}
-		}
-		if wait <= 0 || ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			wait = min(wait, time.Until(dl))
-		}
-		if b.maxBlock > 0 {
-			wait = min(wait, b.maxBlock)
-		}
-		entry, err := b.blmove(ctx, p, max(wait, time.Millisecond))
-		if errors.Is(err, redis.Nil) {
-			if !time.Now().Before(end) {
-				// Block is over and nothing came: return without another claim.lua; the
-				// caller's next Claim starts with one, or skips it while IdleProbe lasts.
-				return nil, nil
-			}
-			continue // timed out early (a due time, maxBlock, the probe): claim again, which promotes what became due
-		}
-		if err != nil {
-			return nil, err
-		}
-		b.idle.Busy(p.Topic, p.Group, p.Consumer)
-		got, err := b.register(ctx, p, count, entry)
-		if err != nil || len(got) > 0 {
-			return got, err
-		}
-		// The entry was someone else's by the time we registered: wait for the next one.
+	entry, err := b.blmove(ctx, p, max(wait, time.Millisecond))
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
 	}
+	// An entry that was someone else's by the time it was registered returns nothing: the
+	// loop claims again and waits for the next one.
+	ds, err := b.register(ctx, p, count, entry)
+	return ds, true, err
 }
 
 // register runs register.lua for the entry BLMOVE moved, claiming up to count in all.

@@ -35,8 +35,6 @@ type Backend struct {
 	maxBlock time.Duration
 	// wake pushes a consumer's own wake-up token (lua/wake.lua).
 	wake *redis.Script
-	// idle lets an idle consumer's Claims skip claim.lua for a while.
-	idle engine.Idle
 }
 
 var (
@@ -48,14 +46,7 @@ var (
 // New returns a zset Backend on client. The Redis version (>= 6.2) is checked on first use,
 // so New needs no round trip and works while Redis is still starting.
 func New(client redis.UniversalClient, opts Options) (*Backend, error) {
-	if client == nil {
-		return nil, &pubsub.ConfigError{Field: "client", Reason: "must not be nil"}
-	}
-	opts = opts.WithDefaults()
-	if err := opts.validate(); err != nil {
-		return nil, err
-	}
-	e := engine.New(client, opts.Prefix, engine.Store{
+	e, err := engine.Open(client, opts, engine.Store{
 		Name:     "zset",
 		Registry: "zregistry",
 		Legacy:   "zgroups",
@@ -63,9 +54,11 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		Lua:      luaFiles,
 		Prelude: fmt.Sprintf("local PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS = %d, %d, %d\nlocal WAKE_TTL_MS = %d\n",
 			PriorityMin, PriorityMax, rankDigits, wakeTTL.Milliseconds()),
-		BatchSize: opts.BatchSize,
-		Priority:  clampPriority,
+		Priority: clampPriority,
 	})
+	if err != nil {
+		return nil, err
+	}
 	return &Backend{Engine: e, maxBlock: blockBound(client), wake: e.Script("wake")}, nil
 }
 

@@ -28,56 +28,11 @@ const wakeTimeout = time.Second
 // The sleep never decides what is due: claim.lua does, on the Redis clock, and tells how many
 // ms away the earliest scheduled message is. The local clock only measures that span and Block.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
-	if p.Lease <= 0 {
-		if err := b.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
-			return nil, err
-		}
-		return nil, &pubsub.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
-	}
 	k := b.Keys(p.Topic, p.Group)
-	end := time.Now().Add(p.Block)
-	skip, dueIn, skipping := b.idle.Skip(p.Topic, p.Group, p.Consumer)
-	for {
-		wait := time.Until(end)
-		if skipping && p.Block > 0 {
-			// Idle a moment ago, and the group is still marked asleep: a wake-up token or the
-			// known due time ends the sleep.
-			skipping = false
-			wait = min(wait, skip)
-		} else {
-			c, err := b.ClaimOnce(ctx, p, p.Block+engine.IdleProbe)
-			if err != nil {
-				return nil, err
-			}
-			if len(c.Deliveries) > 0 || p.Block <= 0 {
-				b.idle.Busy(p.Topic, p.Group, p.Consumer)
-				return c.Deliveries, nil
-			}
-			b.idle.Found(p.Topic, p.Group, p.Consumer, c.Wait)
-			dueIn = c.Wait
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			wait = min(wait, time.Until(dl))
-		}
-		if b.maxBlock > 0 {
-			wait = min(wait, b.maxBlock)
-		}
-		if wait <= 0 || ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	return b.Engine.Claim(ctx, p, b.maxBlock, func(ctx context.Context, p *pubsub.ClaimParams, _ int, wait, dueIn time.Duration) ([]pubsub.Delivery, bool, error) {
 		woken, err := b.sleep(ctx, k, p.Consumer, wait, dueIn)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, err
-		}
-		if woken {
-			b.idle.Busy(p.Topic, p.Group, p.Consumer)
-		} else if !time.Now().Before(end) {
-			return nil, nil // Block is over; the caller's next Claim starts with claim.lua, or skips it
-		}
-	}
+		return nil, woken, err
+	})
 }
 
 // sleep blocks in one BLPOP on the group's wake-up list and the consumer's own, for at most

@@ -1,42 +1,16 @@
 package zset
 
-import "github.com/relq/relq/internal/backendkit"
+import "github.com/relq/relq/internal/engine"
 
 // Defaults of Options.
 const (
 	// PrefixDefault starts every key of the backend.
-	PrefixDefault = "relq"
-	// BatchSizeDefault bounds the ids one script call handles where the caller sets no bound.
-	BatchSizeDefault = 1000
+	PrefixDefault = engine.PrefixDefault
+	// BatchSizeDefault bounds the ids one script call handles.
+	BatchSizeDefault = engine.BatchSizeDefault
 )
 
-// Options configure a zset Backend.
-type Options struct {
-	// Prefix starts every key, inside the hash tag {prefix:topic}: it namespaces relq's keys
-	// and lets ACL rules like `~{relq:*` cover them. Defaults to PrefixDefault ("relq").
-	Prefix string
-	// BatchSize bounds how many ids one script call handles: messages per claim, acks, nacks
-	// and extensions per call (larger batches take several), leases checked per Reclaim
-	// without a Count, dead letters requeued or purged per round trip. It keeps each script
-	// short, since a script blocks Redis while it runs. Defaults to BatchSizeDefault (1000).
-	BatchSize int
-}
-
-// WithDefaults returns a copy with zero fields set to their defaults.
-func (o Options) WithDefaults() Options {
-	if o.Prefix == "" {
-		o.Prefix = PrefixDefault
-	}
-	if o.BatchSize == 0 {
-		o.BatchSize = BatchSizeDefault
-	}
-	return o
-}
-
-// validate checks options after WithDefaults.
-func (o Options) validate() error {
-	if err := backendkit.ValidatePrefix(o.Prefix); err != nil {
-		return err
-	}
-	return backendkit.ValidateBatchSize(o.BatchSize)
-}
+// Options configure a zset Backend: Prefix (every key starts with the hash tag
+// {prefix:topic}; PrefixDefault) and BatchSize (the most ids one script call handles;
+// BatchSizeDefault). The list backend takes the same options.
+type Options = engine.Options

@@ -51,6 +51,8 @@ type Engine struct {
 	store   Store
 	scripts map[string]*redis.Script
 	version backendkit.VersionGate
+	// idle lets an idle consumer's Claims skip claim.lua for a while.
+	idle Idle
 
 	// registries caches each topic's registry for Publish.
 	registries sync.Map // topic -> registry

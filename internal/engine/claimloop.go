@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// Wait is a backend's blocking wait after a claim found nothing ready: for at most wait, with
+// the store's earliest scheduled message due in dueIn (-1: none known). It returns what it
+// claimed itself (list: the entry BLMOVE moved, registered), or whether something woke it
+// (so the loop claims again), or neither when it timed out.
+type Wait func(ctx context.Context, p *pubsub.ClaimParams, count int, wait, dueIn time.Duration) (ds []pubsub.Delivery, woken bool, err error)
+
+// Claim is a backend's Claim: claim.lua, then with nothing ready and p.Block > 0 the backend's
+// wait, bounded by what is left of p.Block, the context's deadline and maxBlock (> 0: the
+// client's read timeout allows no longer), then claim.lua again after a wake-up. When Block
+// ends with nothing, it returns nothing without another claim.lua; the consumer's next Claims
+// go straight to the wait until IdleProbe passes or a due time it knows of comes.
+func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time.Duration, wait Wait) ([]pubsub.Delivery, error) {
+	if p.Lease <= 0 {
+		if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+			return nil, err
+		}
+		return nil, &pubsub.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
+	}
+	count := min(max(p.Count, 1), e.store.BatchSize)
+	end := time.Now().Add(p.Block)
+	left, dueIn, skipping := e.idle.Skip(p.Topic, p.Group, p.Consumer)
+	for {
+		w := time.Until(end)
+		if skipping && p.Block > 0 {
+			skipping = false // idle a moment ago: the wait sees whatever becomes ready
+			w = min(w, left)
+		} else {
+			c, err := e.ClaimOnce(ctx, p, p.Block+IdleProbe)
+			if err != nil {
+				return nil, err
+			}
+			if len(c.Deliveries) > 0 || p.Block <= 0 {
+				e.idle.Busy(p.Topic, p.Group, p.Consumer)
+				return c.Deliveries, nil
+			}
+			e.idle.Found(p.Topic, p.Group, p.Consumer, c.Wait)
+			dueIn = c.Wait
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			w = min(w, time.Until(dl))
+		}
+		if maxBlock > 0 {
+			w = min(w, maxBlock)
+		}
+		if w <= 0 || ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		ds, woken, err := wait(ctx, p, count, w, dueIn)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		case len(ds) > 0:
+			e.idle.Busy(p.Topic, p.Group, p.Consumer)
+			return ds, nil
+		case woken:
+			e.idle.Busy(p.Topic, p.Group, p.Consumer)
+		case !time.Now().Before(end):
+			return nil, nil // Block is over; the next Claim starts with claim.lua, or skips it
+		}
+		// Woken, or timed out early (a due time, maxBlock, the probe): claim again.
+	}
+}
