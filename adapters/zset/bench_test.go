@@ -137,8 +137,9 @@ func lateness(b *testing.B, backend *zset.Backend, topic string, subscribers int
 // do for 5 s, and reports the commands it costs per second: "client-cmds/s", the commands the
 // subscriber sends (round trips, counted by a go-redis hook), and "redis-cmds/s", the delta of
 // INFO commandstats on a server of its own, which also counts the commands run inside scripts
-// (and leaves out the INFO calls). With "scheduled", one message waits due in an hour, so the
-// claims read the clock and sleep toward a due time.
+// (and leaves out the INFO calls). An idle subscriber sends one BLPOP per Block and runs
+// claim.lua once per engine.IdleProbe. With "scheduled", one message waits due in an hour, so
+// each probe reports a due time to sleep toward.
 func BenchmarkIdleCommands(b *testing.B) {
 	for _, scheduled := range []bool{false, true} {
 		b.Run(fmt.Sprintf("scheduled=%v", scheduled), func(b *testing.B) {

@@ -3,6 +3,7 @@ package zset
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -20,13 +22,19 @@ import (
 // commands records the commands a client sends, as "blpop" or "evalsha claim" (scripts by name),
 // leaving out the handshake of a new connection.
 type commands struct {
-	mu   sync.Mutex
-	seen []string
-	args [][]any
+	mu    sync.Mutex
+	names map[string]string // script SHA1 -> verb
+	seen  []string
+	args  [][]any
 }
 
-var scriptNames = map[string]string{
-	claimScript.Hash(): "claim", wakeScript.Hash(): "wake", publishScript.Hash(): "publish",
+// engineScript is the engine's verb as b runs it, built from internal/engine's source files
+// (the engine keeps its scripts to itself), so the recorder can name it by its SHA1.
+func engineScript(t *testing.T, b *Backend, verb string) *redis.Script {
+	t.Helper()
+	_, err := os.Stat("../../internal/engine/lua/" + verb + ".lua")
+	require.NoError(t, err)
+	return redis.NewScript(b.Source(os.DirFS("../../internal/engine"), verb))
 }
 
 func (c *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -42,7 +50,7 @@ func (c *commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd)
 		}
 		if a := cmd.Args(); (name == "evalsha" || name == "eval") && len(a) > 1 {
-			if s, ok := scriptNames[fmt.Sprint(a[1])]; ok {
+			if s, ok := c.names[fmt.Sprint(a[1])]; ok {
 				name += " " + s
 			}
 		}
@@ -80,21 +88,31 @@ func (e *env) counted(opts Options) (*Backend, *commands) {
 	opts.Prefix = e.Prefix
 	b, err := New(c, opts)
 	require.NoError(e.T, err)
-	require.NoError(e.T, b.check(e.Ctx)) // the version check
-	for _, s := range []*redis.Script{claimScript, wakeScript} {
+	require.NoError(e.T, b.Check(e.Ctx)) // the version check
+	claim := engineScript(e.T, b, "claim")
+	cmds.names = map[string]string{claim.Hash(): "claim", b.wake.Hash(): "wake",
+		engineScript(e.T, b, "publish").Hash(): "publish"}
+	for _, s := range []*redis.Script{claim, b.wake} {
 		require.NoError(e.T, s.Load(e.Ctx, c).Err())
 	}
 	cmds.reset()
 	return b, cmds
 }
 
-// blocked waits until n connections named like e's counted client are blocked in BLPOP.
+// blocked waits until n connections named like e's counted client are blocked in BLPOP now:
+// cmd is a connection's last command, so an idle connection that last ran BLPOP shows it too,
+// and only the flag b tells that it is blocked.
 func (e *env) blocked(n int) {
 	e.T.Helper()
 	require.Eventually(e.T, func() bool {
 		got := 0
 		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
-			if strings.Contains(line, "name="+e.Prefix+" ") && strings.Contains(line, "cmd=blpop") {
+			fields := map[string]string{}
+			for f := range strings.FieldsSeq(line) {
+				k, v, _ := strings.Cut(f, "=")
+				fields[k] = v
+			}
+			if fields["name"] == e.Prefix && fields["cmd"] == "blpop" && strings.Contains(fields["flags"], "b") {
 				got++
 			}
 		}
@@ -137,7 +155,7 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	t.Logf("pickup after publish: %v", r.at.Sub(published))
 
 	k := e.gk("t", "g")
-	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.Hash(k.holders))
+	require.Equal(t, map[string]string{"1": "c:1", "2": "c:1"}, e.holders(k))
 	require.False(t, e.Exists(k.wake), "the token was taken")
 	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 }
@@ -169,43 +187,79 @@ func TestBlockedClaimWakesWhenTheMessageItWaitsForIsDue(t *testing.T) {
 		"claim, sleep, woken by the publish: claim, sleep until due, woken by its own timer: claim")
 	k := e.gk("t", "g")
 	require.Equal(t, []any{"blpop", k.wake, k.ownWake("c")}, args[1][:3])
-	require.Equal(t, []any{"evalsha", wakeScript.Hash(), 1, k.ownWake("c")}, args[4])
+	require.Equal(t, []any{"evalsha", b.wake.Hash(), 1, k.ownWake("c")}, args[4])
 	require.False(t, e.Exists(k.ownWake("c")), "the token was taken")
 }
 
-// With nothing due, a claim is one script and one BLPOP per Block, whatever is scheduled: the
-// BLPOP's timeout is the rest of Block, or a fallback a little after the earliest due member
-// (a local timer pushes the wake-up token at the due time itself).
-func TestIdleClaimIssuesTwoCommandsPerBlock(t *testing.T) {
+// With nothing due, an idle consumer sends one BLPOP per Block and one claim.lua per
+// engine.IdleProbe, whatever is scheduled: the first Claim probes (claim.lua, then BLPOP), the
+// next ones go straight to BLPOP until the probe passes, and a wake-up token makes the woken
+// claim run claim.lua again. The BLPOP's timeout is the rest of Block (bounded by the probe),
+// or a fallback a little after the earliest due member (a local timer pushes the wake-up token
+// at the due time itself).
+func TestIdleClaimIssuesOneBLPOPPerBlockAndOneScriptPerProbe(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	b, cmds := e.counted(Options{})
 	e.EnsureGroup("t", "g")
 	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 300 * time.Millisecond}
+	claim := func(what string, want ...string) [][]any {
+		t.Helper()
+		cmds.reset()
+		ds, err := b.Claim(e.Ctx, p)
+		require.NoError(t, err)
+		require.Empty(t, ds)
+		seen, args := cmds.list()
+		require.Equal(t, want, seen, what)
+		return args
+	}
 
-	ds, err := b.Claim(e.Ctx, p)
-	require.NoError(t, err)
-	require.Empty(t, ds)
-	seen, args := cmds.list()
-	require.Equal(t, []string{"evalsha claim", "blpop"}, seen, "nothing scheduled")
+	args := claim("the first Claim probes", "evalsha claim", "blpop")
 	requireTimeout(t, args[1][3], 250*time.Millisecond, 300*time.Millisecond, "the rest of Block, in seconds with ms precision")
+	args = claim("idle a moment ago: straight to BLPOP", "blpop")
+	requireTimeout(t, args[0][3], time.Millisecond, 300*time.Millisecond, "the rest of Block")
 
+	// A publish while the claim sleeps: its token wakes the claim, which runs claim.lua to
+	// learn the new earliest due time. (Block is longer here, so the claim is surely still
+	// asleep when the publish comes.)
+	cmds.reset()
+	long := *p
+	long.Block = time.Second
+	probed := time.Now() // claim.lua runs after this: the next probe is due IdleProbe later still
+	done := claimAsync(e.Ctx, b, long)
+	e.blocked(1)
 	e.PublishDelayed("t", time.Hour, "much later")
-	cmds.reset()
-	ds, err = b.Claim(e.Ctx, p)
-	require.NoError(t, err)
-	require.Empty(t, ds)
-	seen, _ = cmds.list()
-	require.Equal(t, []string{"evalsha claim", "blpop", "evalsha claim", "blpop"}, seen,
+	r := <-done
+	require.NoError(t, r.err)
+	require.Empty(t, r.ds)
+	seen, args := cmds.list()
+	require.Equal(t, []string{"blpop", "evalsha claim", "blpop"}, seen,
 		"the publish's token wakes the claim once, to learn the new earliest due time")
+	requireTimeout(t, args[2][3], time.Millisecond, time.Second, "the rest of Block, not the hour")
 
-	cmds.reset()
-	ds, err = b.Claim(e.Ctx, p)
-	require.NoError(t, err)
-	require.Empty(t, ds)
-	seen, args = cmds.list()
-	require.Equal(t, []string{"evalsha claim", "blpop"}, seen, "scheduled an hour away")
-	requireTimeout(t, args[1][3], 250*time.Millisecond, 300*time.Millisecond, "the rest of Block")
+	args = claim("scheduled an hour away, idle a moment ago: straight to BLPOP", "blpop")
+	requireTimeout(t, args[0][3], time.Millisecond, 300*time.Millisecond, "the rest of Block")
+
+	// Claims go on sleeping without claim.lua until the probe is due, then one probes again.
+	deadline := time.Now().Add(engine.IdleProbe + 10*time.Second)
+	for {
+		cmds.reset()
+		ds, err := b.Claim(e.Ctx, p)
+		require.NoError(t, err)
+		require.Empty(t, ds)
+		seen, _ := cmds.list()
+		if slices.Contains(seen, "evalsha claim") {
+			// A Claim that starts just before the probe is due sleeps until then first.
+			if seen[0] == "blpop" {
+				seen = seen[1:]
+			}
+			require.Equal(t, []string{"evalsha claim", "blpop"}, seen, "one probe")
+			require.GreaterOrEqual(t, time.Since(probed), engine.IdleProbe, "not before the probe is due")
+			break
+		}
+		require.Equal(t, []string{"blpop"}, seen)
+		require.True(t, time.Now().Before(deadline), "no probe within %v", engine.IdleProbe+10*time.Second)
+	}
 }
 
 // requireTimeout checks a BLPOP timeout argument: seconds with three decimals, in [lo, hi].
@@ -255,7 +309,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
-	require.Equal(t, []string{"zgroups"}, e.Keys("t"))
+	require.Equal(t, []string{"meta", "zregistry"}, e.Keys("t"), "nothing but the group's registration")
 }
 
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {

@@ -78,6 +78,6 @@ func TestDueCheckUsesTheRedisClock(t *testing.T) {
 // seed stores a message as publish.lua would, with priority 0 and a given due time (score).
 func (e *env) seed(k groupKeys, id string, score float64, payload string) {
 	e.T.Helper()
-	require.NoError(e.T, e.C.HSet(e.Ctx, k.topic.bodies, id, pubsub.EncodeEnvelope(adaptertest.Envelope(payload))).Err())
+	require.NoError(e.T, e.C.HSet(e.Ctx, k.bodies, id, pubsub.EncodeEnvelope(adaptertest.Envelope(payload))).Err())
 	require.NoError(e.T, e.C.ZAdd(e.Ctx, k.ready, zmember(score, mem(id))).Err())
 }

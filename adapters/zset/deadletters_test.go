@@ -28,8 +28,9 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.Equal(t, "3", items[0].ID, "due together: priority 4 first")
 	items[0].Reason = ""
 	require.Equal(t, pubsub.NackResult{DeadLettered: 3}, e.Nack("t", "g", "c", 1, items...))
-	require.False(t, e.Exists(k.leases))
-	require.False(t, e.Exists(k.dueAt))
+	require.False(t, e.Exists(k.pending))
+	require.False(t, e.Exists(k.pendingAt))
+	require.False(t, e.Exists(k.holders))
 	require.Equal(t, int64(3), e.Stats("t", "g").Dead)
 
 	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
@@ -45,6 +46,8 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.Equal(t, "nacked after 1 attempts", dls[2].Reason)
 	require.Equal(t, 1, dls[0].Attempts)
 	require.WithinDuration(t, before, dls[0].DeadAt, 5*time.Second)
+	require.Regexp(t, `^1\|\d+:4\|nacked after 1 attempts$`, e.Hash(k.deadInfo)["3"],
+		"attempts, the due time and priority it had (for a requeue), reason")
 
 	page, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g", Offset: 1, Count: 1})
 	require.NoError(t, err)
@@ -66,7 +69,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{memp("3", 4), mem("1")}, e.ZMembers(k.ready), "requeued together: the priority still counts")
 	require.False(t, e.Exists(k.dead))
-	require.False(t, e.Exists(k.reasons))
+	require.False(t, e.Exists(k.deadInfo))
 
 	var again []pubsub.NackItem
 	for _, d := range e.Claim("t", "g", "c", 2) {
@@ -76,10 +79,10 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:counters", "g:other:ready", "g:other:wake", "priorities", "refs", "seq", "zgroups"}, e.Keys("t"))
-	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.topic.refs), "other still holds all three")
+	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:ready", "meta", "refs", "zregistry"}, e.Keys("t"))
+	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.refs), "other still holds all three")
 
-	// Purging the last holder deletes the bodies and the priority.
+	// Purging the last holder deletes the bodies.
 	var last []pubsub.NackItem
 	for _, d := range e.Claim("t", "other", "c", 3) {
 		last = append(last, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
@@ -88,7 +91,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "other"})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	require.Equal(t, []string{"g:g:counters", "g:g:wake", "g:other:counters", "g:other:wake", "seq", "zgroups"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "g:g:wake", "g:other:counters", "meta", "zregistry"}, e.Keys("t"))
 }
 
 func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
@@ -122,7 +125,7 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
-	require.Equal(t, []string{"g:g:counters", "g:g:wake", "seq", "zgroups"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "g:g:wake", "meta", "zregistry"}, e.Keys("t"))
 }
 
 func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
@@ -162,12 +165,15 @@ func TestReadyMembersWithoutBodyOrOfForeignShapeAreDropped(t *testing.T) {
 	for _, m := range []string{mem("77"), "not-a-member", "0999999:12"} { // claimed first: score 1
 		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(1, m)).Err())
 	}
-	require.NoError(t, e.C.HSet(e.Ctx, k.attempts, "77", 3).Err())
+	require.NoError(t, e.C.HSet(e.Ctx, k.retries, "77", 3).Err())
 
 	ds := e.Claim("t", "g", "c", 5)
 	require.Equal(t, []string{"kept"}, adaptertest.Payloads(ds))
+	require.Equal(t, 1, ds[0].Attempt)
 	require.False(t, e.Exists(k.ready))
-	require.Equal(t, []string{"1"}, e.ZMembers(k.leases))
-	require.Equal(t, map[string]string{"1": "1"}, e.Hash(k.attempts))
+	require.Equal(t, []string{"1"}, e.ZMembers(k.pending))
+	require.Equal(t, []string{"1"}, e.ZMembers(k.pendingAt))
+	require.Equal(t, map[string]string{"1": "c:1"}, e.holders(k))
+	require.False(t, e.Exists(k.retries), "the dropped member's attempts go with it")
 	require.Equal(t, int64(1), e.Stats("t", "g").Counters.Claimed)
 }

@@ -83,11 +83,12 @@
 //     pushes a token onto the consumer's own wake list at the due time (wake.lua), which ends
 //     its BLPOP within a round trip; the BLPOP's timeout is only a fallback, a little later.
 //
-// An idle consumer thus sends two commands (claim.lua and BLPOP) per Block, whatever is
-// scheduled; inside claim.lua an idle claim is one ZRANGE (and a TIME when something is
-// scheduled). A delayed message is claimed within milliseconds after it is due. The BLPOP
-// timeout is sent in milliseconds (go-redis's typed BLPop rounds to whole seconds) and is
-// bounded below the client's ReadTimeout, with room for Redis ending it a tick late.
+// An idle consumer thus sends one BLPOP per Block and one claim.lua per engine.IdleProbe (2s),
+// whatever is scheduled: between probes its Claims go straight to BLPOP, since the group's
+// sleep mark (Block + IdleProbe) makes every publish push a token. A delayed message is
+// claimed within milliseconds after it is due. The BLPOP timeout is sent in milliseconds
+// (go-redis's typed BLPop rounds to whole seconds) and is bounded below the client's
+// ReadTimeout, with room for Redis ending it a tick late.
 //
 // # Choosing zset or list
 //

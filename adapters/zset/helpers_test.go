@@ -2,10 +2,14 @@ package zset
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/engine"
+	"github.com/relq/relq/internal/keys"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,7 +32,31 @@ func newEnv(t *testing.T, opts ...func(*Options)) *env {
 	return &env{Env: adaptertest.NewEnv(t, c, prefix, b), b: b}
 }
 
-func (e *env) gk(topic, group string) groupKeys { return e.b.groupKeys(topic, group) }
+// groupKeys are the keys of one group of one topic (see the package doc's key layout): the
+// engine's accessors where it has one, the documented name where it has none.
+type groupKeys struct {
+	eng                                                  engine.GroupKeys
+	ready, wake                                          string // the store's
+	pending, pendingAt, holders, retries, dead, deadInfo string // the engine's
+	counters                                             string
+	meta, bodies, refs, registry                         string // the topic's
+}
+
+func (e *env) gk(topic, group string) groupKeys {
+	k := e.b.Keys(topic, group)
+	tag := keys.Tag(e.Prefix, topic)
+	g := func(name string) string { return keys.Join(tag, "g", group, name) }
+	return groupKeys{
+		eng:   k,
+		ready: k.Store("ready"), wake: k.Store("wake"),
+		pending: k.Pending(), pendingAt: g("pending_at"), holders: k.Holders(), retries: k.Retries(),
+		dead: k.Dead(), deadInfo: g("dead_info"), counters: g("counters"),
+		meta: k.Meta(), bodies: k.Bodies(), refs: k.Refs(), registry: keys.Join(tag, "zregistry"),
+	}
+}
+
+// ownWake is consumer's own wake-up list.
+func (k groupKeys) ownWake(consumer string) string { return ownWake(k.eng, consumer) }
 
 // zrange returns a ZSET's members in order with their scores.
 func (e *env) zrange(key string) []redis.Z {
@@ -47,7 +75,61 @@ func (e *env) redisNow() float64 {
 }
 
 // expire moves the lease deadline of id into the past, as if the lease had run out.
-func (e *env) expire(topic, group, id string) { e.ExpireLease(e.gk(topic, group).leases, id) }
+func (e *env) expire(topic, group, id string) { e.ExpireLease(e.gk(topic, group).pending, id) }
+
+// record is a parsed holders value: "consumer:attempt:since:due:priority".
+type record struct {
+	consumer string
+	attempt  int
+	since    int64 // pending since, ms
+	due      int64 // the due time it had when claimed, ms
+	priority int
+}
+
+// records returns the group's holders records by delivery ID.
+func (e *env) records(k groupKeys) map[string]record {
+	e.T.Helper()
+	out := map[string]record{}
+	for id, v := range e.Hash(k.holders) {
+		parts := strings.Split(v, ":")
+		require.Len(e.T, parts, 5, "holders record %q of %s", v, id)
+		var r record
+		var err [4]error
+		r.consumer = parts[0]
+		r.attempt, err[0] = strconv.Atoi(parts[1])
+		r.since, err[1] = strconv.ParseInt(parts[2], 10, 64)
+		r.due, err[2] = strconv.ParseInt(parts[3], 10, 64)
+		r.priority, err[3] = strconv.Atoi(parts[4])
+		for _, err := range err {
+			require.NoError(e.T, err, "holders record %q of %s", v, id)
+		}
+		out[id] = r
+	}
+	return out
+}
+
+// holders returns who holds each pending delivery: ID -> "consumer:attempt", the fencing token.
+func (e *env) holders(k groupKeys) map[string]string {
+	e.T.Helper()
+	out := map[string]string{}
+	for id, r := range e.records(k) {
+		out[id] = r.consumer + ":" + strconv.Itoa(r.attempt)
+	}
+	return out
+}
+
+// wakeMark returns the time (Redis ms) until which group is marked asleep in meta, or 0.
+func (e *env) wakeMark(k groupKeys, group string) int64 {
+	e.T.Helper()
+	v, err := e.C.HGet(e.Ctx, k.meta, "w:"+group).Result()
+	if err == redis.Nil {
+		return 0
+	}
+	require.NoError(e.T, err)
+	n, err := strconv.ParseInt(v, 10, 64)
+	require.NoError(e.T, err)
+	return n
+}
 
 func zmember(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
 

@@ -1,7 +1,6 @@
 package zset
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
@@ -27,10 +26,10 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, score, before)
 	require.LessOrEqual(t, score, after)
-	require.Len(t, e.Hash(k.topic.bodies), 3)
-	require.False(t, e.Exists(k.topic.refs), "one group: no reference counts")
-	require.False(t, e.Exists(k.topic.priorities), "priority 0 is not stored")
-	require.Equal(t, []string{"1"}, e.LRange(k.wake), "one wake-up token")
+	require.Len(t, e.Hash(k.bodies), 3)
+	require.False(t, e.Exists(k.refs), "one group: no reference counts")
+	require.False(t, e.Exists(k.wake), "no consumer is asleep: no wake-up token")
+	require.Equal(t, []string{"bodies", "g:default:ready", "meta", "zregistry"}, e.Keys("orders"))
 	groups, err := e.b.Groups(e.Ctx, "orders")
 	require.NoError(t, err)
 	require.Equal(t, []string{pubsub.DefaultGroup}, groups, "publishing to a topic without groups registers default")
@@ -41,19 +40,23 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.Equal(t, adaptertest.Envelope("a"), first[0].Envelope)
 	require.Equal(t, 1, first[0].Attempt)
 	require.Equal(t, mems("3"), e.ZMembers(k.ready))
-	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.leases))
+	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pending))
 	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pendingAt))
-	require.Equal(t, map[string]string{"1": "c1", "2": "c1"}, e.Hash(k.holders))
-	require.Equal(t, map[string]string{"1": "1", "2": "1"}, e.Hash(k.attempts))
-	due := strconv.FormatInt(int64(score), 10)
-	require.Equal(t, map[string]string{"1": due, "2": due}, e.Hash(k.dueAt), "the due time each had")
+	since := int64(e.ZScore(k.pendingAt, "1"))
+	require.Equal(t, float64(since), e.ZScore(k.pendingAt, "2"), "one now for the whole claim")
+	require.Equal(t, float64(since+time.Minute.Milliseconds()), e.ZScore(k.pending, "1"), "leased until now + lease")
+	due := int64(score)
+	require.Equal(t, map[string]record{"1": {"c1", 1, since, due, 0}, "2": {"c1", 1, since, due, 0}}, e.records(k),
+		"holder, attempt, since, the due time each had and its priority")
+	require.False(t, e.Exists(k.retries), "first deliveries: no retries recorded")
 	require.Equal(t, []string{"1"}, e.LRange(k.wake), "more was due: the token is left for the next consumer")
 
 	rest := e.Claim("orders", pubsub.DefaultGroup, "c1", 5)
 	require.Equal(t, []string{"3"}, adaptertest.IDs(rest))
 
 	require.Equal(t, pubsub.AckResult{Acked: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...))
-	require.Equal(t, []string{"g:default:counters", "g:default:wake", "seq", "zgroups"}, e.Keys("orders"))
+	require.Equal(t, []string{"g:default:counters", "g:default:wake", "meta", "zregistry"}, e.Keys("orders"))
+	require.Equal(t, "3", e.Hash(k.meta)["seq"])
 	ttl, err := e.C.PTTL(e.Ctx, k.wake).Result()
 	require.NoError(t, err)
 	require.Greater(t, ttl, time.Duration(0), "the unclaimed token expires")
@@ -96,25 +99,22 @@ func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {
 	id := e.PublishWith("t", 0, 3, "x")[0]
 	a, b := e.gk("t", "a"), e.gk("t", "b")
 
-	require.Len(t, e.Hash(a.topic.bodies), 1)
-	require.Equal(t, map[string]string{id: "2"}, e.Hash(a.topic.refs))
-	require.Equal(t, map[string]string{id: "3"}, e.Hash(a.topic.priorities), "stored once, like the body")
+	require.Len(t, e.Hash(a.bodies), 1)
+	require.Equal(t, map[string]string{id: "2"}, e.Hash(a.refs))
 	require.Equal(t, e.zrange(a.ready), e.zrange(b.ready), "the same member and due time in both groups")
-	require.Equal(t, []string{memp(id, 3)}, e.ZMembers(a.ready))
-	require.Equal(t, []string{"1"}, e.LRange(a.wake), "each group's consumers are woken")
-	require.Equal(t, []string{"1"}, e.LRange(b.wake))
+	require.Equal(t, []string{memp(id, 3)}, e.ZMembers(a.ready), "the priority is in the member")
 	require.False(t, e.Exists(e.gk("t", pubsub.DefaultGroup).ready), "default is not registered")
 
 	da := e.Claim("t", "a", "c", 1)
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "a", "c", da...))
-	require.Equal(t, map[string]string{id: "1"}, e.Hash(a.topic.refs))
-	require.Len(t, e.Hash(a.topic.bodies), 1, "b still holds the body")
+	require.Equal(t, map[string]string{id: "1"}, e.Hash(a.refs))
+	require.Len(t, e.Hash(a.bodies), 1, "b still holds the body")
 
 	db := e.Claim("t", "b", "c", 1)
 	require.Equal(t, []string{"x"}, adaptertest.Payloads(db))
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "b", "c", db...))
-	require.Equal(t, []string{"g:a:counters", "g:a:wake", "g:b:counters", "g:b:wake", "seq", "zgroups"}, e.Keys("t"),
-		"body, refs and priority go with the last ack")
+	require.Equal(t, []string{"g:a:counters", "g:b:counters", "meta", "zregistry"}, e.Keys("t"),
+		"body and refs go with the last ack")
 }
 
 func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
@@ -129,7 +129,7 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 
 	require.Equal(t, []string{"after"}, adaptertest.Payloads(e.Claim("t", "late", "c", 10)))
 	require.Equal(t, []string{"before", "after"}, adaptertest.Payloads(e.Claim("t", pubsub.DefaultGroup, "c", 10)))
-	require.Equal(t, map[string]string{second[0]: "2"}, e.Hash(e.gk("t", "late").topic.refs),
+	require.Equal(t, map[string]string{second[0]: "2"}, e.Hash(e.gk("t", "late").refs),
 		"only the message held by two groups has a count; one holder needs none")
 	require.Len(t, first, 1)
 	groups, err := e.b.Groups(e.Ctx, "t")

@@ -26,15 +26,16 @@ func TestExpiredLeaseIsReclaimedDueNow(t *testing.T) {
 	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
 	require.GreaterOrEqual(t, e.ZScore(k.ready, mem(crashed.ID)), before, "due at the reclaim, Redis now")
 	require.Equal(t, mems("2", "3", "1"), e.ZMembers(k.ready))
-	require.False(t, e.Exists(k.leases))
+	require.False(t, e.Exists(k.pending))
 	require.False(t, e.Exists(k.holders))
 	require.False(t, e.Exists(k.pendingAt))
-	require.False(t, e.Exists(k.dueAt))
+	require.Equal(t, map[string]string{crashed.ID: "1"}, e.Hash(k.retries), "the attempts it has had")
 	require.Equal(t, []string{"1"}, e.LRange(k.wake), "a blocked consumer is woken")
 
 	ds := e.Claim("t", "g", "c2", 3)
 	require.Equal(t, []string{"b", "c", "a"}, adaptertest.Payloads(ds))
 	require.Equal(t, 2, ds[2].Attempt)
+	require.False(t, e.Exists(k.retries), "the attempt is in the holders record again")
 	require.Equal(t, int64(1), e.Stats("t", "g").Counters.Reclaimed)
 }
 
@@ -48,8 +49,11 @@ func TestExpiredLeaseAtMaxDeliveriesIsDeadLettered(t *testing.T) {
 	e.expire("t", "g", d.ID)
 
 	require.Equal(t, pubsub.ReclaimResult{DeadLettered: 1}, e.Reclaim("t", "g", 1))
-	require.False(t, e.Exists(k.leases))
+	require.False(t, e.Exists(k.pending))
+	require.False(t, e.Exists(k.pendingAt))
+	require.False(t, e.Exists(k.holders))
 	require.False(t, e.Exists(k.ready))
+	require.False(t, e.Exists(k.retries))
 	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)

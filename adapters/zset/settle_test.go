@@ -25,7 +25,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 
 	cur := e.Claim("t", "g", "c2", 1)[0]
 	require.Equal(t, 2, cur.Attempt)
-	deadline := e.ZScore(k.leases, cur.ID)
+	deadline := e.ZScore(k.pending, cur.ID)
 
 	res := e.Nack("t", "g", "c1", 0, pubsub.NackItem{ID: old.ID, Attempt: old.Attempt})
 	require.Equal(t, pubsub.NackResult{Stale: 1}, res)
@@ -36,20 +36,20 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	res = e.Nack("t", "g", "c2", 0, pubsub.NackItem{ID: old.ID, Attempt: old.Attempt})
 	require.Equal(t, pubsub.NackResult{Stale: 1}, res)
 
-	require.Equal(t, []string{cur.ID}, e.ZMembers(k.leases), "stale calls changed nothing")
-	require.Equal(t, map[string]string{cur.ID: "c2"}, e.Hash(k.holders))
-	require.Equal(t, map[string]string{cur.ID: "2"}, e.Hash(k.attempts))
-	require.Equal(t, deadline, e.ZScore(k.leases, cur.ID))
+	require.Equal(t, []string{cur.ID}, e.ZMembers(k.pending), "stale calls changed nothing")
+	require.Equal(t, map[string]string{cur.ID: "c2:2"}, e.holders(k))
+	require.False(t, e.Exists(k.retries))
+	require.Equal(t, deadline, e.ZScore(k.pending, cur.ID))
 	require.False(t, e.Exists(k.ready))
 
 	lost, err = e.b.Extend(e.Ctx, &pubsub.ExtendParams{Topic: "t", Group: "g", Consumer: "c2", Items: adaptertest.Held(cur), Lease: time.Hour})
 	require.NoError(t, err)
 	require.Empty(t, lost)
-	require.Greater(t, e.ZScore(k.leases, cur.ID), deadline)
+	require.Greater(t, e.ZScore(k.pending, cur.ID), deadline)
 
 	// An ack is accepted from any holder (the work is done), and counted stale.
 	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, e.Ack("t", "g", "c1", old))
-	require.Equal(t, []string{"g:g:counters", "g:g:wake", "seq", "zgroups"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "g:g:wake", "meta", "zregistry"}, e.Keys("t"))
 	c := e.Stats("t", "g").Counters
 	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleAcks: 1, StaleNacks: 2}, c)
 }
@@ -70,15 +70,17 @@ func TestRetryAndReleaseKeepTheirPlaceAndDelayedRetryIsRescored(t *testing.T) {
 	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt}))
 	require.Equal(t, due, e.ZScore(k.ready, mem(d.ID)), "the due time it had, not now")
 	require.Equal(t, mems("1", "2", "3"), e.ZMembers(k.ready), "retried message is next")
-	require.False(t, e.Exists(k.leases))
-	require.False(t, e.Exists(k.dueAt))
+	require.False(t, e.Exists(k.pending))
+	require.False(t, e.Exists(k.pendingAt))
+	require.False(t, e.Exists(k.holders))
+	require.Equal(t, map[string]string{d.ID: "1"}, e.Hash(k.retries))
 
 	d = e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, "1st", string(d.Envelope.Payload))
 	require.Equal(t, 2, d.Attempt)
 	rel := e.Nack("t", "g", "c", 2, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
 	require.Equal(t, pubsub.NackResult{Requeued: 1}, rel, "release is not an attempt, even at MaxDeliveries")
-	require.Equal(t, map[string]string{d.ID: "1"}, e.Hash(k.attempts))
+	require.Equal(t, map[string]string{d.ID: "1"}, e.Hash(k.retries))
 	require.Equal(t, due, e.ZScore(k.ready, mem(d.ID)))
 
 	d = e.Claim("t", "g", "c", 1)[0]

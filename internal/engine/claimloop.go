@@ -28,13 +28,17 @@ func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time
 	count := min(max(p.Count, 1), e.store.BatchSize)
 	end := time.Now().Add(p.Block)
 	left, dueIn, skipping := e.idle.Skip(p.Topic, p.Group, p.Consumer)
+	var sleeps time.Duration // how long the consumer may sleep after this claim (zset's mark)
+	if p.Block > 0 {
+		sleeps = p.Block + IdleProbe
+	}
 	for {
 		w := time.Until(end)
 		if skipping && p.Block > 0 {
 			skipping = false // idle a moment ago: the wait sees whatever becomes ready
 			w = min(w, left)
 		} else {
-			c, err := e.ClaimOnce(ctx, p, p.Block+IdleProbe)
+			c, err := e.ClaimOnce(ctx, p, sleeps)
 			if err != nil {
 				return nil, err
 			}

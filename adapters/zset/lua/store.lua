@@ -71,9 +71,11 @@ end
 
 -- store_wait is the ms until the earliest member is due (0: now), or -1 when none is
 -- scheduled. It marks the group asleep in meta until the caller's wait is over, so publishes
--- push a wake-up token while someone may be blocked and skip it otherwise.
+-- push a wake-up token while someone may be blocked and skip it otherwise. The mark is the
+-- script's only write, which Redis refuses when it is out of memory: then it is left out (no
+-- publish can succeed to need it), and the claim still answers.
 local function store_wait(k, now, group, block)
-  if block > 0 then redis.call('HSET', k.meta, 'w:' .. group, now + block) end
+  if block > 0 then redis.pcall('HSET', k.meta, 'w:' .. group, now + block) end
   local first = redis.call('ZRANGE', k.ready, 0, 0, 'WITHSCORES')
   if not first[2] then return -1 end
   return math.max(0, tonumber(first[2]) - now)

@@ -11,7 +11,9 @@ local meta = redis.call('HMGET', KEYS[1], 'layout', 'seq', 'ver')
 check_layout(meta[1])
 if not meta[3] and redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
 local ver = meta[3] or '0'
-if redis.call('HSETNX', KEYS[4], ARGV[1], meta[2] or '0') == 1 then
+-- A group already registered writes nothing, so re-registering works on a full Redis.
+if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 0 then
+  redis.call('HSET', KEYS[4], ARGV[1], meta[2] or '0')
   ver = ms(redis.call('HINCRBY', KEYS[1], 'ver', 1))
   if not meta[1] then redis.call('HSET', KEYS[1], 'layout', LAYOUT) end
 end
