@@ -48,8 +48,43 @@ func BenchmarkPublish(b *testing.B) {
 		require.NoError(b, err)
 		batch, err := benchmarks.MeasurePublish(context.Background(), c, t, cfg, benchmarks.BatchSizeDefault)
 		require.NoError(b, err)
-		b.ReportMetric(single, "single-msg/s")
-		b.ReportMetric(batch, "batch100-msg/s")
+		b.ReportMetric(single.PerSec, "single-msg/s")
+		b.ReportMetric(batch.PerSec, "batch100-msg/s")
+		b.ReportMetric(single.Redis.CPUMicrosPerMessage, "single-redis-us/msg")
+		b.ReportMetric(batch.Redis.CPUMicrosPerMessage, "batch100-redis-us/msg")
+		b.ReportMetric(single.Redis.CommandsPerMessage, "single-redis-cmds/msg")
+		b.ReportMetric(batch.Redis.CommandsPerMessage, "batch100-redis-cmds/msg")
+	})
+}
+
+func BenchmarkPublishConcurrent(b *testing.B) {
+	forTargets(b, func(b *testing.B, c *redis.Client, t benchmarks.Target, cfg benchmarks.Config) {
+		res, err := benchmarks.MeasurePublishConcurrent(context.Background(), c, t, cfg)
+		require.NoError(b, err)
+		b.ReportMetric(res.PerSec, "msg/s")
+		b.ReportMetric(res.Redis.CPUMicrosPerMessage, "redis-us/msg")
+		b.ReportMetric(res.Redis.CommandsPerMessage, "redis-cmds/msg")
+	})
+}
+
+func BenchmarkConsume(b *testing.B) {
+	forTargets(b, func(b *testing.B, c *redis.Client, t benchmarks.Target, cfg benchmarks.Config) {
+		res, err := benchmarks.MeasureConsume(context.Background(), c, t, cfg)
+		require.NoError(b, err)
+		b.ReportMetric(res.PerSec, "msg/s")
+		b.ReportMetric(res.Redis.CPUMicrosPerMessage, "redis-us/msg")
+		b.ReportMetric(res.Redis.CommandsPerMessage, "redis-cmds/msg")
+	})
+}
+
+func BenchmarkScale(b *testing.B) {
+	forTargets(b, func(b *testing.B, c *redis.Client, t benchmarks.Target, cfg benchmarks.Config) {
+		if t.Baseline() {
+			b.Skip("the scale phase drives relq backends")
+		}
+		rep, err := benchmarks.MeasureScale(context.Background(), c, t, cfg)
+		require.NoError(b, err)
+		b.ReportMetric(float64(rep.Slowest.Micros), "slowest-us")
 	})
 }
 

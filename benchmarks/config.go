@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Defaults of Config: the full run of `relq bench`, about three minutes on two cores.
+// Defaults of Config: the full run of `relq bench`, about five minutes on two cores, half of
+// it the scale phase (skip it with SkipScale).
 const (
 	PayloadBytesDefault      = 100
 	PublishMessagesDefault   = 5_000
@@ -20,6 +21,17 @@ const (
 	MemoryMessagesDefault    = 100_000
 	IdleWindowDefault        = 5 * time.Second
 	ReferenceRequestsDefault = 200_000
+
+	PublishConcurrentMessagesDefault = 20_000
+	PublishGoroutinesDefault         = 16
+	ConsumeMessagesDefault           = 20_000
+	ConsumeSubscribersDefault        = 4
+	ConsumeConcurrencyDefault        = 8
+	ScaleInFlightDefault             = 100_000
+	ScaleDelayedDefault              = 1_000_000
+	ScaleDeadLettersDefault          = 100_000
+	ScaleTopicsDefault               = 10_000
+	ScaleRoundsDefault               = 3
 )
 
 // EndToEndSubscribersDefault are the subscriber counts of the end-to-end measurement.
@@ -62,6 +74,27 @@ type Config struct {
 	IdleWindow time.Duration `json:"idle_window_ns"`
 	// ReferenceRequests is redis-benchmark's -n. Defaults to 200,000.
 	ReferenceRequests int `json:"reference_requests"`
+	// PublishConcurrentMessages are published one per Publish call by PublishGoroutines
+	// goroutines sharing one Publisher. Default to 20,000 and 16.
+	PublishConcurrentMessages int `json:"publish_concurrent_messages"`
+	PublishGoroutines         int `json:"publish_goroutines"`
+	// ConsumeMessages are pre-filled, then consumed and acked by ConsumeSubscribers
+	// subscribers in one group, to read what consuming costs Redis. relq subscribers run
+	// ConsumeConcurrency handlers each; redisstream has one message in flight per subscriber.
+	// Default to 20,000, 4 and 8.
+	ConsumeMessages    int `json:"consume_messages"`
+	ConsumeSubscribers int `json:"consume_subscribers"`
+	ConsumeConcurrency int `json:"consume_concurrency"`
+	// SkipScale leaves out the scale phase (relq backends only): ScaleInFlight messages
+	// claimed and held, ScaleDelayed delayed for hours, ScaleDeadLetters dead letters and
+	// ScaleTopics topics with a group, then every hot or periodic path runs ScaleRounds times
+	// under SLOWLOG. Default to 100,000, 1,000,000, 100,000, 10,000 and 3.
+	SkipScale        bool `json:"skip_scale"`
+	ScaleInFlight    int  `json:"scale_in_flight"`
+	ScaleDelayed     int  `json:"scale_delayed"`
+	ScaleDeadLetters int  `json:"scale_dead_letters"`
+	ScaleTopics      int  `json:"scale_topics"`
+	ScaleRounds      int  `json:"scale_rounds"`
 	// RedisBenchmark is the path of redis-benchmark; empty skips the reference.
 	RedisBenchmark string `json:"-"`
 	// Progress receives one line per step while the run goes; nil discards them.
@@ -84,6 +117,14 @@ func QuickConfig() Config {
 		MemoryMessages:    2_000,
 		IdleWindow:        time.Second,
 		ReferenceRequests: 20_000,
+
+		PublishConcurrentMessages: 1_000,
+		ConsumeMessages:           1_000,
+		ScaleInFlight:             1_000,
+		ScaleDelayed:              5_000,
+		ScaleDeadLetters:          1_000,
+		ScaleTopics:               100,
+		ScaleRounds:               1,
 	}
 }
 
@@ -115,6 +156,16 @@ func (c Config) WithDefaults() Config {
 	def(&c.MemoryMessages, MemoryMessagesDefault)
 	defDur(&c.IdleWindow, IdleWindowDefault)
 	def(&c.ReferenceRequests, ReferenceRequestsDefault)
+	def(&c.PublishConcurrentMessages, PublishConcurrentMessagesDefault)
+	def(&c.PublishGoroutines, PublishGoroutinesDefault)
+	def(&c.ConsumeMessages, ConsumeMessagesDefault)
+	def(&c.ConsumeSubscribers, ConsumeSubscribersDefault)
+	def(&c.ConsumeConcurrency, ConsumeConcurrencyDefault)
+	def(&c.ScaleInFlight, ScaleInFlightDefault)
+	def(&c.ScaleDelayed, ScaleDelayedDefault)
+	def(&c.ScaleDeadLetters, ScaleDeadLettersDefault)
+	def(&c.ScaleTopics, ScaleTopicsDefault)
+	def(&c.ScaleRounds, ScaleRoundsDefault)
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}

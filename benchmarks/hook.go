@@ -10,11 +10,32 @@ import (
 
 // sentCounter is a go-redis hook counting the commands its clients send (each command of a
 // pipeline counts), so the idle figure can say what a subscriber sends as well as what Redis
-// runs for it (which includes the commands inside scripts).
+// runs for it (which includes the commands inside scripts); and those that got their reply,
+// so a measurement can wait for the baseline's acks to land.
 type sentCounter struct {
 	n      atomic.Int64
 	mu     sync.Mutex
 	byName map[string]int64
+	// doneByName counts the commands that got a reply (or failed), by name.
+	doneByName map[string]int64
+}
+
+func (s *sentCounter) done(cmds ...redis.Cmder) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.doneByName == nil {
+		s.doneByName = map[string]int64{}
+	}
+	for _, c := range cmds {
+		s.doneByName[c.Name()]++
+	}
+}
+
+// completed returns how many name commands got their reply.
+func (s *sentCounter) completed(name string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.doneByName[name]
 }
 
 func (s *sentCounter) add(cmds ...redis.Cmder) {
@@ -47,6 +68,7 @@ func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next
 func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		s.add(cmd)
+		defer s.done(cmd)
 		return next(ctx, cmd)
 	}
 }
@@ -54,6 +76,7 @@ func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		s.add(cmds...)
+		defer s.done(cmds...)
 		return next(ctx, cmds)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,8 +23,10 @@ type Report struct {
 	// Reference is redis-benchmark's LPUSH rate on the same server.
 	Reference Reference `json:"reference"`
 	// Targets are the relq backends and, last, the baseline.
-	Targets     []TargetReport `json:"targets"`
-	WallSeconds float64        `json:"wall_seconds"`
+	Targets []TargetReport `json:"targets"`
+	// Goals are the project's targets, judged on Targets.
+	Goals       []Goal  `json:"goals"`
+	WallSeconds float64 `json:"wall_seconds"`
 }
 
 // TargetReport holds every figure of one target.
@@ -34,6 +37,15 @@ type TargetReport struct {
 	PublishSinglePerSec float64 `json:"publish_single_per_sec"`
 	// PublishBatchPerSec: messages/s, BatchSize messages per Publish call.
 	PublishBatchPerSec float64 `json:"publish_batch_per_sec"`
+	// PublishSingleRedis and PublishBatchRedis: what those two cost Redis per message.
+	PublishSingleRedis RedisCost `json:"publish_single_redis"`
+	PublishBatchRedis  RedisCost `json:"publish_batch_redis"`
+	// PublishConcurrent: PublishGoroutines goroutines sharing one Publisher, one message per
+	// Publish call.
+	PublishConcurrent Throughput `json:"publish_concurrent"`
+	// Consume: ConsumeSubscribers subscribers (relq: Concurrency ConsumeConcurrency) consume
+	// and ack a pre-filled backlog; its Redis cost is the consume+ack figure.
+	Consume Throughput `json:"consume"`
 	// EndToEndPerSec: messages/s from a pre-filled backlog through handler and ack, by the
 	// number of subscribers ("1", "4", "16").
 	EndToEndPerSec map[string]float64 `json:"end_to_end_per_sec"`
@@ -52,6 +64,9 @@ type TargetReport struct {
 	MemoryBytesPerMessage float64 `json:"memory_bytes_per_message"`
 	// Idle: commands/s one idle subscriber costs.
 	Idle IdleCost `json:"idle_commands"`
+	// Scale: the slowest Redis call of each path on a big group; nil for the baseline and
+	// when Config.SkipScale.
+	Scale *ScaleReport `json:"scale,omitempty"`
 }
 
 // Run measures every target and the reference, one measurement at a time so that none
@@ -85,6 +100,7 @@ func Run(ctx context.Context, c *redis.Client, server string, cfg Config) (*Repo
 		}
 		rep.Targets = append(rep.Targets, tr)
 	}
+	rep.Goals = rep.judge()
 	rep.WallSeconds = time.Since(start).Seconds()
 	progress("done in %.0fs", rep.WallSeconds)
 	return rep, nil
@@ -93,16 +109,31 @@ func Run(ctx context.Context, c *redis.Client, server string, cfg Config) (*Repo
 func runTarget(ctx context.Context, c *redis.Client, t Target, cfg Config, progress func(string, ...any)) (TargetReport, error) {
 	tr := TargetReport{Name: t.Name, Baseline: t.Baseline(), EndToEndPerSec: map[string]float64{},
 		EndToEndConcurrentPerSec: map[string]float64{}}
-	var err error
 	progress("%s: publish, %d messages one per call", t.Name, cfg.PublishMessages)
-	if tr.PublishSinglePerSec, err = MeasurePublish(ctx, c, t, cfg, 1); err != nil {
+	single, err := MeasurePublish(ctx, c, t, cfg, 1)
+	if err != nil {
 		return tr, err
 	}
-	progress("%s: publish %.0f/s; batched, %d messages %d per call", t.Name, tr.PublishSinglePerSec, cfg.BatchMessages, cfg.BatchSize)
-	if tr.PublishBatchPerSec, err = MeasurePublish(ctx, c, t, cfg, cfg.BatchSize); err != nil {
+	tr.PublishSinglePerSec, tr.PublishSingleRedis = single.PerSec, single.Redis
+	progress("%s: publish %.0f/s, Redis %.1fµs and %.2f commands per message; batched, %d messages %d per call",
+		t.Name, single.PerSec, single.Redis.CPUMicrosPerMessage, single.Redis.CommandsPerMessage, cfg.BatchMessages, cfg.BatchSize)
+	batch, err := MeasurePublish(ctx, c, t, cfg, cfg.BatchSize)
+	if err != nil {
 		return tr, err
 	}
-	progress("%s: batched publish %.0f/s", t.Name, tr.PublishBatchPerSec)
+	tr.PublishBatchPerSec, tr.PublishBatchRedis = batch.PerSec, batch.Redis
+	progress("%s: batched publish %.0f/s, Redis %.2fµs and %.2f commands per message", t.Name,
+		batch.PerSec, batch.Redis.CPUMicrosPerMessage, batch.Redis.CommandsPerMessage)
+	if tr.PublishConcurrent, err = MeasurePublishConcurrent(ctx, c, t, cfg); err != nil {
+		return tr, err
+	}
+	progress("%s: publish from %d goroutines, one per call, %d messages: %.0f/s, Redis %.1fµs per message", t.Name,
+		cfg.PublishGoroutines, cfg.PublishConcurrentMessages, tr.PublishConcurrent.PerSec, tr.PublishConcurrent.Redis.CPUMicrosPerMessage)
+	if tr.Consume, err = MeasureConsume(ctx, c, t, cfg); err != nil {
+		return tr, err
+	}
+	progress("%s: consume+ack, %d messages, %d subscribers: %.0f/s, Redis %.1fµs and %.2f commands per message", t.Name,
+		cfg.ConsumeMessages, cfg.ConsumeSubscribers, tr.Consume.PerSec, tr.Consume.Redis.CPUMicrosPerMessage, tr.Consume.Redis.CommandsPerMessage)
 	for _, n := range cfg.EndToEndSubscribers {
 		rate, err := MeasureEndToEnd(ctx, c, t, cfg, n)
 		if err != nil {
@@ -152,5 +183,21 @@ func runTarget(ctx context.Context, c *redis.Client, t Target, cfg Config, progr
 		return tr, err
 	}
 	progress("%s: idle subscriber: sends %.1f commands/s, Redis runs %.1f/s", t.Name, tr.Idle.SentPerSec, tr.Idle.RedisPerSec)
+	if cfg.SkipScale || t.Baseline() {
+		return tr, nil
+	}
+	progress("%s: scale: %d in flight, %d delayed, %d dead letters, %d topics", t.Name,
+		cfg.ScaleInFlight, cfg.ScaleDelayed, cfg.ScaleDeadLetters, cfg.ScaleTopics)
+	sc, err := MeasureScale(ctx, c, t, cfg)
+	if err != nil {
+		return tr, err
+	}
+	tr.Scale = &sc
+	if sc.Note != "" {
+		progress("%s: scale: %s", t.Name, sc.Note)
+	} else {
+		progress("%s: scale: filled in %.0fs; slowest call %dµs (%s: %s)", t.Name, sc.FillSeconds,
+			sc.Slowest.Micros, sc.Slowest.Op, strings.Join(sc.Slowest.Command, " "))
+	}
 	return tr, nil
 }

@@ -40,10 +40,33 @@ func rows(r *Report) []row {
 			return f(t.DelayLatenessMS), true
 		}
 	}
+	cfg := r.Config
+	batch := fmt.Sprintf("publish, %d per call", cfg.BatchSize)
+	concurrent := fmt.Sprintf("publish, 1 per call, %d goroutines", cfg.PublishGoroutines)
+	consume := fmt.Sprintf("consume+ack, %d subs × %d", cfg.ConsumeSubscribers, cfg.ConsumeConcurrency)
 	rs := []row{
 		{label: "publish, 1 per call", unit: "msg/s", get: always(func(t *TargetReport) float64 { return t.PublishSinglePerSec })},
-		{label: fmt.Sprintf("publish, %d per call", r.Config.BatchSize), unit: "msg/s", ofReference: true,
+		{label: batch, unit: "msg/s", ofReference: true,
 			get: always(func(t *TargetReport) float64 { return t.PublishBatchPerSec })},
+		{label: concurrent, unit: "msg/s", get: always(func(t *TargetReport) float64 { return t.PublishConcurrent.PerSec })},
+		{label: consume, unit: "msg/s", get: always(func(t *TargetReport) float64 { return t.Consume.PerSec })},
+	}
+	costs := []struct {
+		label string
+		get   func(*TargetReport) RedisCost
+	}{
+		{"publish, 1 per call", func(t *TargetReport) RedisCost { return t.PublishSingleRedis }},
+		{batch, func(t *TargetReport) RedisCost { return t.PublishBatchRedis }},
+		{fmt.Sprintf("publish, %d goroutines", cfg.PublishGoroutines), func(t *TargetReport) RedisCost { return t.PublishConcurrent.Redis }},
+		{consume, func(t *TargetReport) RedisCost { return t.Consume.Redis }},
+	}
+	for _, c := range costs {
+		rs = append(rs, row{label: "Redis CPU: " + c.label, unit: "µs/msg",
+			get: always(func(t *TargetReport) float64 { return c.get(t).CPUMicrosPerMessage })})
+	}
+	for _, c := range costs {
+		rs = append(rs, row{label: "Redis cmds: " + c.label, unit: "cmd/msg",
+			get: always(func(t *TargetReport) float64 { return c.get(t).CommandsPerMessage })})
 	}
 	for _, n := range r.Config.EndToEndSubscribers {
 		key := fmt.Sprint(n)
@@ -66,6 +89,12 @@ func rows(r *Report) []row {
 		row{label: "memory per queued message", unit: "bytes", get: always(func(t *TargetReport) float64 { return t.MemoryBytesPerMessage })},
 		row{label: "idle: commands sent", unit: "cmd/s", get: always(func(t *TargetReport) float64 { return t.Idle.SentPerSec })},
 		row{label: "idle: commands Redis ran", unit: "cmd/s", get: always(func(t *TargetReport) float64 { return t.Idle.RedisPerSec })},
+		row{label: "slowest Redis call at scale", unit: "µs", get: func(t *TargetReport) (float64, bool) {
+			if t.Scale == nil || t.Scale.Slowest.Command == nil {
+				return 0, false
+			}
+			return float64(t.Scale.Slowest.Micros), true
+		}},
 	)
 }
 
@@ -107,7 +136,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "reference: %s\n", r.Reference.Note)
 	}
-	fmt.Fprintln(w, "(×N: the figure divided by redisstream's; higher is better for msg/s, lower for ms, bytes and cmd/s)")
+	fmt.Fprintln(w, "(×N: the figure divided by redisstream's; higher is better for msg/s, lower for the rest)")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
 	fmt.Fprint(tw, "figure\tunit\t")
@@ -177,5 +206,139 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, " %s: %s;", t.Name, strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "publish, %d goroutines: %d messages, one per Publish call, on one shared Publisher\n",
+		r.Config.PublishGoroutines, r.Config.PublishConcurrentMessages)
+	fmt.Fprintf(w, "consume+ack: backlog of %d pre-filled, %d subscribers in one group, handler acks at once (relq Concurrency %d; redisstream defaults, one message in flight each); Redis cost until every ack landed and the subscribers closed\n",
+		r.Config.ConsumeMessages, r.Config.ConsumeSubscribers, r.Config.ConsumeConcurrency)
+	fmt.Fprintln(w, "Redis CPU: INFO used_cpu_sys + used_cpu_user growth per message (whole server process); cmds: commandstats calls per message, commands inside scripts included")
+	r.writeBreakdown(w, "publish, 1 per call", func(t *TargetReport) RedisCost { return t.PublishSingleRedis })
+	r.writeBreakdown(w, fmt.Sprintf("consume+ack, %d subs × %d", r.Config.ConsumeSubscribers, r.Config.ConsumeConcurrency),
+		func(t *TargetReport) RedisCost { return t.Consume.Redis })
+	if err := r.writeScale(w); err != nil {
+		return err
+	}
+	return r.writeGoals(w)
+}
+
+// writeBreakdown prints, for each target, the commands of one cost figure, most frequent first.
+func (r *Report) writeBreakdown(w io.Writer, label string, get func(*TargetReport) RedisCost) {
+	fmt.Fprintf(w, "Redis commands per message, %s:\n", label)
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		by := get(t).ByCommand
+		names := make([]string, 0, len(by))
+		for name := range by {
+			names = append(names, name)
+		}
+		sort.Slice(names, func(a, b int) bool {
+			if by[names[a]].Calls != by[names[b]].Calls {
+				return by[names[a]].Calls > by[names[b]].Calls
+			}
+			return names[a] < names[b]
+		})
+		var parts []string
+		rare := 0
+		for _, name := range names {
+			if by[name].Calls < 0.005 { // connection set-up and the like
+				rare++
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s %s", name, number(by[name].Calls)))
+		}
+		if rare > 0 {
+			parts = append(parts, fmt.Sprintf("%d rarer (--json)", rare))
+		}
+		fmt.Fprintf(w, "  %s: %s\n", t.Name, strings.Join(parts, ", "))
+	}
+}
+
+// writeScale prints the slowest call of each path of the scale phase, by relq backend.
+func (r *Report) writeScale(w io.Writer) error {
+	var scaled []*TargetReport
+	for i := range r.Targets {
+		if t := &r.Targets[i]; t.Scale != nil {
+			scaled = append(scaled, t)
+		}
+	}
+	if len(scaled) == 0 {
+		return nil
+	}
+	sc := scaled[0].Scale
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "scale: %s in flight (claimed, 1h lease), %s delayed (hours), %s dead letters, %s topics; each path %d time(s) after a warm-up;\n",
+		number(float64(sc.InFlight)), number(float64(sc.Delayed)), number(float64(sc.DeadLetters)), number(float64(sc.Topics)), r.Config.ScaleRounds)
+	fmt.Fprintln(w, "slowest single Redis call of each path, by SLOWLOG, in µs (a script is one call)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	fmt.Fprint(tw, "path\t")
+	for _, t := range scaled {
+		fmt.Fprintf(tw, "%s\t", t.Name)
+	}
+	fmt.Fprintln(tw)
+	var order []string
+	seen := map[string]bool{}
+	for _, t := range scaled {
+		for _, op := range t.Scale.Ops {
+			if !seen[op.Name] {
+				seen[op.Name] = true
+				order = append(order, op.Name)
+			}
+		}
+	}
+	for _, name := range order {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, t := range scaled {
+			cell := "n/a"
+			for _, op := range t.Scale.Ops {
+				if op.Name == name {
+					cell = number(float64(op.Slowest.Micros))
+				}
+			}
+			fmt.Fprintf(tw, "%s\t", cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, t := range scaled {
+		if t.Scale.Note != "" {
+			fmt.Fprintf(w, "  %s: %s\n", t.Name, t.Scale.Note)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: slowest %sµs in %s: %s; filled in %.0fs; Topics listed %d\n", t.Name,
+			number(float64(t.Scale.Slowest.Micros)), t.Scale.Slowest.Op, strings.Join(t.Scale.Slowest.Command, " "),
+			t.Scale.FillSeconds, t.Scale.TopicsFound)
+	}
 	return nil
+}
+
+// writeGoals prints each goal with each relq backend's figure and whether it met it.
+func (r *Report) writeGoals(w io.Writer) error {
+	goals := r.Goals
+	if goals == nil {
+		goals = r.judge()
+	}
+	if len(goals) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "targets (read, not asserted: one run on a shared machine is noisy)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.Debug)
+	fmt.Fprint(tw, "figure\ttarget\t")
+	for _, res := range goals[0].Results {
+		fmt.Fprintf(tw, "%s\t", res.Backend)
+	}
+	fmt.Fprintln(tw)
+	for _, g := range goals {
+		fmt.Fprintf(tw, "%s\t%s\t", g.Name, g.Target)
+		for _, res := range g.Results {
+			verdict := "n/a"
+			if res.Met != nil {
+				verdict = map[bool]string{true: "met", false: "MISSED"}[*res.Met]
+			}
+			fmt.Fprintf(tw, "%s: %s\t", verdict, res.Shown)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }

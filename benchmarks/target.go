@@ -80,6 +80,8 @@ type instance struct {
 	topic   string
 	backend pubsub.Backend // nil for the baseline
 	closers []func() error
+	// tune, when set, adjusts the options of the clients the instance makes.
+	tune func(*redis.Options)
 }
 
 func randomID() string {
@@ -90,8 +92,13 @@ func randomID() string {
 
 // open sets the target up under a fresh prefix named after scope.
 func (t Target) open(client *redis.Client, scope string) (*instance, error) {
+	return t.openTuned(client, scope, nil)
+}
+
+// openTuned is open with tune applied to the options of the instance's clients.
+func (t Target) openTuned(client *redis.Client, scope string, tune func(*redis.Options)) (*instance, error) {
 	in := &instance{
-		target: t, client: client, sent: &sentCounter{},
+		target: t, client: client, sent: &sentCounter{}, tune: tune,
 		prefix: fmt.Sprintf("relqbench-%s-%s-%s", scope, t.Name, randomID()),
 	}
 	if t.Baseline() {
@@ -111,9 +118,15 @@ func (t Target) open(client *redis.Client, scope string) (*instance, error) {
 }
 
 // ownClient returns a new client to the same server: watermill-redisstream's Publisher and
-// Subscriber close the client they were given, so each gets its own.
+// Subscriber close the client they were given, so each gets its own. Its connections are
+// named after the prefix, so SLOWLOG and CLIENT LIST tell them from everyone else's.
 func (in *instance) ownClient() *redis.Client {
-	c := redis.NewClient(in.client.Options())
+	opts := *in.client.Options()
+	opts.ClientName = in.prefix
+	if in.tune != nil {
+		in.tune(&opts)
+	}
+	c := redis.NewClient(&opts)
 	c.AddHook(in.sent)
 	return c
 }
@@ -141,6 +154,9 @@ type subscriberOptions struct {
 	lease time.Duration
 	// scan is relq's ReclaimInterval or redisstream's ClaimInterval; zero keeps the default.
 	scan time.Duration
+	// concurrency is relq's Concurrency; zero keeps the default. redisstream has none: one
+	// message in flight per subscriber.
+	concurrency int
 }
 
 // subscriber returns a subscriber in the measurement's group with the library's defaults
@@ -157,7 +173,7 @@ func (in *instance) subscriber(consumer string, o subscriberOptions) (message.Su
 		}, watermill.NopLogger{})
 	} else {
 		sub, err = pubsub.NewSubscriber(in.backend, pubsub.SubscriberConfig{
-			Group: group, Consumer: consumer, ReclaimInterval: o.scan,
+			Group: group, Consumer: consumer, ReclaimInterval: o.scan, Concurrency: o.concurrency,
 		}, watermill.NopLogger{})
 	}
 	if err != nil {
@@ -181,11 +197,16 @@ func (in *instance) ensureGroup(ctx context.Context) error {
 	return in.backend.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: in.topic, Group: group})
 }
 
-// close closes the subscribers and publishers, all at once (a relq subscriber's Close waits
-// for its blocking claim, so one after the other would take 16 × Block), then the relq
-// client, and deletes the keys.
+// close shuts the instance down and deletes its keys.
 func (in *instance) close(ctx context.Context) error {
-	errs := make([]error, len(in.closers), len(in.closers)+2)
+	return errors.Join(in.shutdown(), in.clean(ctx))
+}
+
+// shutdown closes the subscribers and publishers, all at once (a relq subscriber's Close
+// waits for its blocking claim, so one after the other would take 16 × Block), then the relq
+// client. Closing sends what a subscriber still has to send (relq's coalesced acks).
+func (in *instance) shutdown() error {
+	errs := make([]error, len(in.closers), len(in.closers)+1)
 	var wg sync.WaitGroup
 	for i, f := range in.closers {
 		wg.Add(1)
@@ -197,7 +218,6 @@ func (in *instance) close(ctx context.Context) error {
 		errs = append(errs, in.app.Close())
 		in.app = nil
 	}
-	errs = append(errs, in.clean(ctx))
 	return errors.Join(errs...)
 }
 

@@ -17,6 +17,7 @@ type benchOptions struct {
 	json     bool
 	svg      string
 	quick    bool
+	scale    bool
 }
 
 func newBenchCommand(env Env) *cobra.Command {
@@ -26,19 +27,30 @@ func newBenchCommand(env Env) *cobra.Command {
 		Short: "Measure the three relq backends against watermill-redisstream on one Redis",
 		Long: `bench measures, in one run against one Redis server, relq's list, zset and streams
 backends and watermill-redisstream v1.4.5 (default config), the adapter a Watermill user
-would pick today: publish throughput (1 and 100 messages per call), end-to-end throughput
-at 1, 4 and 16 subscribers (from a pre-filled backlog, and while a producer publishes), pickup latency for an idle
-subscriber at 500 msg/s, lateness of delayed messages, recovery after a consumer dies
-holding a message, Redis memory per queued message, and the commands an idle subscriber
-costs; and redis-benchmark's LPUSH rate (-P 16) as the physical reference.
+would pick today: publish throughput (1 and 100 messages per call, and 1 per call from 16
+goroutines sharing one Publisher), consume+ack throughput (4 subscribers, relq Concurrency 8),
+end-to-end throughput at 1, 4 and 16 subscribers (from a pre-filled backlog, and while a
+producer publishes), pickup latency for an idle subscriber at 500 msg/s, lateness of delayed
+messages, recovery after a consumer dies holding a message, Redis memory per queued message,
+and the commands an idle subscriber costs; and redis-benchmark's LPUSH rate (-P 16) as the
+physical reference.
 
-Redis: $REDIS_URL if set (use a server nobody else is using: the idle and memory figures
-read server-wide counters); else a private redis-server found on PATH. The embedded
-miniredis the demo falls back to is refused: it says nothing about Redis's speed.
+For publishing and consume+ack it also reports what Redis spent per message: CPU (INFO cpu)
+and commands run (INFO commandstats, the commands inside scripts included), by command in
+--json. The scale phase (--scale, on by default) builds, per relq backend, 100,000 messages
+in flight, 1,000,000 delayed, 100,000 dead letters and 10,000 topics, runs every hot and
+periodic path and reports the slowest single Redis call of each (SLOWLOG). The last section
+judges the project's targets on the figures.
+
+Redis: $REDIS_URL if set (use a server nobody else is using: the cost, idle and memory
+figures read server-wide counters, and the scale phase sets SLOWLOG's config for a while);
+else a private redis-server found on PATH. The embedded miniredis the demo falls back to is
+refused: it says nothing about Redis's speed.
 
 Every measurement uses its own key prefix (relqbench-...) or stream and deletes its keys.
-Progress goes to stderr; the table (or --json) to stdout. The default run takes about
-three minutes on two cores; --quick is a small run for tests whose figures mean little.`,
+Progress goes to stderr; the table (or --json) to stdout. The default run takes about five
+minutes on two cores, half of it the scale phase (--scale=false leaves it out); --quick is a
+small run for tests whose figures mean little.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			from := "--redis-url"
@@ -67,6 +79,7 @@ three minutes on two cores; --quick is a small run for tests whose figures mean 
 			if opts.quick {
 				cfg = benchmarks.QuickConfig()
 			}
+			cfg.SkipScale = !opts.scale
 			cfg.Progress = env.Err
 			if path, err := lookPath("redis-benchmark"); err == nil {
 				cfg.RedisBenchmark = path
@@ -99,5 +112,6 @@ three minutes on two cores; --quick is a small run for tests whose figures mean 
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON instead of a table")
 	cmd.Flags().StringVar(&opts.svg, "svg", "", "also write an SVG bar chart of throughput and latency to this file")
 	cmd.Flags().BoolVar(&opts.quick, "quick", false, "a small, fast run (for tests; figures mean little)")
+	cmd.Flags().BoolVar(&opts.scale, "scale", true, "run the scale phase: the slowest Redis call of each path on a big group (relq backends)")
 	return cmd
 }

@@ -67,6 +67,12 @@ func TestBenchQuickJSONHasEveryFigure(t *testing.T) {
 		idle := tr["idle_commands"].(map[string]any)
 		require.IsType(t, 0.0, idle["sent_per_sec"], name)
 		require.IsType(t, 0.0, idle["redis_per_sec"], name)
+		requireCosts(t, name, tr)
+		if name == "redisstream" {
+			require.Nil(t, tr["scale"], "the scale phase drives relq backends only")
+		} else {
+			requireScale(t, name, tr["scale"])
+		}
 		if name == "zset" || name == "streams" {
 			late := tr["delay_lateness_ms"].(map[string]any)
 			for _, bound := range []string{"upper", "lower"} {
@@ -81,10 +87,64 @@ func TestBenchQuickJSONHasEveryFigure(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"list": true, "zset": true, "streams": true, "redisstream": true}, names)
 
+	goals := rep["goals"].([]any)
+	require.NotEmpty(t, goals)
+	for _, raw := range goals {
+		g := raw.(map[string]any)
+		results := g["results"].([]any)
+		require.Len(t, results, 3, "goal %v: one result per relq backend", g["name"])
+		for _, r := range results {
+			require.NotEmpty(t, r.(map[string]any)["shown"], "goal %v", g["name"])
+		}
+	}
+
 	chart, err := os.ReadFile(svg)
 	require.NoError(t, err)
 	require.Contains(t, string(chart), "<svg")
 	require.Contains(t, string(chart), "redisstream")
+}
+
+// requireCosts checks that every Redis cost figure of a target is there: positive commands
+// per message, split by command, for single, batched and concurrent publishing and for
+// consume+ack.
+func requireCosts(t *testing.T, name string, tr map[string]any) {
+	t.Helper()
+	costs := map[string]any{
+		"publish_single_redis":     tr["publish_single_redis"],
+		"publish_batch_redis":      tr["publish_batch_redis"],
+		"publish_concurrent.redis": tr["publish_concurrent"].(map[string]any)["redis"],
+		"consume.redis":            tr["consume"].(map[string]any)["redis"],
+	}
+	for key, raw := range costs {
+		cost := raw.(map[string]any)
+		require.Greater(t, cost["commands_per_msg"], 0.0, "%s %s", name, key)
+		require.IsType(t, 0.0, cost["cpu_us_per_msg"], "%s %s", name, key)
+		require.NotEmpty(t, cost["by_command"], "%s %s", name, key)
+	}
+	require.Greater(t, tr["publish_concurrent"].(map[string]any)["per_sec"], 0.0, name)
+	require.Greater(t, tr["consume"].(map[string]any)["per_sec"], 0.0, name)
+}
+
+// requireScale checks that a relq backend's scale phase reports a slowest call for each path
+// and overall.
+func requireScale(t *testing.T, name string, raw any) {
+	t.Helper()
+	require.NotNil(t, raw, "%s: no scale phase", name)
+	sc := raw.(map[string]any)
+	if note, ok := sc["note"]; ok {
+		t.Logf("%s: scale phase without figures: %v", name, note) // a server refusing CONFIG
+		return
+	}
+	ops := sc["ops"].([]any)
+	require.NotEmpty(t, ops, name)
+	for _, op := range ops {
+		o := op.(map[string]any)
+		require.NotEmpty(t, o["slowest"].(map[string]any)["command"], "%s %v", name, o["name"])
+	}
+	slowest := sc["slowest"].(map[string]any)
+	require.NotEmpty(t, slowest["op"], name)
+	require.NotEmpty(t, slowest["command"], name)
+	require.Equal(t, sc["topics"], sc["topics_found"], "%s: Topics lists every topic", name)
 }
 
 // TestBenchRefusesMiniredis: with no REDIS_URL and no redis-server, bench says why it will
