@@ -14,7 +14,7 @@ import (
 // scanCount is the COUNT hint of each SCAN call: how many keys Redis looks at per call, not
 // how many it returns. Large enough that a big keyspace takes few round trips, small enough
 // that one call never blocks Redis for long.
-const scanCount = 1000
+const scanCount = 200
 
 // topicMark and groupMark stand for the names in a marker key while ScanTopics turns the
 // adapter's own key builder into a SCAN pattern. They hold bytes that no valid name holds.

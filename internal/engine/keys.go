@@ -88,8 +88,8 @@ func (e *Engine) Keys(topic, group string) GroupKeys {
 	return GroupKeys{topic: tk, all: all, store: store}
 }
 
-// groupOnly is a group's keys without the topic's, for publish's per-group KEYS.
-func (k GroupKeys) groupOnly() []string { return k.all[5:] }
+// storeOnly is a group's store keys, for publish's per-group KEYS.
+func (k GroupKeys) storeOnly() []string { return k.all[len(k.all)-len(k.store):] }
 
 // lane is the meta field of publish lane n of this engine (see publish.lua).
 func (e *Engine) lane(n int) string { return "p:" + e.instance + ":" + strconv.Itoa(n) }

@@ -47,7 +47,7 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 		args := make([]any, 0, 5+len(reg.groups)+3*len(msgs))
 		args = append(args, pubsub.DefaultGroup, reg.version, lane, token, len(reg.groups))
 		for _, g := range reg.groups {
-			keys = append(keys, e.Keys(topic, g).groupOnly()...)
+			keys = append(keys, e.Keys(topic, g).storeOnly()...)
 			args = append(args, g)
 		}
 		for _, m := range msgs {

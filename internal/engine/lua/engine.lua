@@ -24,9 +24,16 @@ local function keys_at(at)
   return k
 end
 
--- GROUP_WIDTH is how many KEYS one group takes; TOPIC_KEYS how many the topic's take first.
-local GROUP_WIDTH = ENGINE_KEYS + #STORE_KEY_NAMES
+-- TOPIC_KEYS is how many KEYS the topic's take first.
 local TOPIC_KEYS = 5
+
+-- store_keys_at returns the key table of a group's store keys alone, starting at KEYS[at]
+-- (publish.lua passes only those per group), with the topic's meta.
+local function store_keys_at(at)
+  local k = {meta = KEYS[1]}
+  for i, name in ipairs(STORE_KEY_NAMES) do k[name] = KEYS[at + i - 1] end
+  return k
+end
 
 local function ms(n) return string.format('%d', n) end
 

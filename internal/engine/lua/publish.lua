@@ -13,7 +13,7 @@
 -- KEYS[1..5] -> the topic's meta (HASH: seq, ver, layout, lanes, wake marks), bodies (HASH id
 --   -> envelope), refs (HASH id -> groups holding it, only for fan-out), registry (HASH group
 --   -> seq when it registered), legacy (the layout-1 registry, which must not exist)
--- KEYS[6 + GROUP_WIDTH*i ..] -> group i's keys (engine.lua's keys_at)
+-- KEYS[6 + S*i ..] -> group i's store keys (S of them, in STORE_KEY_NAMES order)
 -- ARGV[1] -> the default group's name
 -- ARGV[2] -> the registry version the caller has cached ("0": none)
 -- ARGV[3] -> the lane's meta field
@@ -71,7 +71,7 @@ if G > 1 then
   call_chunked('HSET', KEYS[3], refs, 2)
 end
 for g = 0, G - 1 do
-  store_push(keys_at(TOPIC_KEYS + 1 + g * GROUP_WIDTH), msgs, now, meta[5 + g])
+  store_push(store_keys_at(TOPIC_KEYS + 1 + g * #STORE_KEY_NAMES), msgs, now, meta[5 + g])
 end
 local last = seq + n
 redis.call('HSET', KEYS[1], 'seq', last, ARGV[3], ARGV[4] .. ':' .. ms(last), unpack(registered))
