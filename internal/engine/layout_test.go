@@ -3,6 +3,8 @@ package engine_test
 import (
 	"testing"
 
+	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/pubsub"
@@ -51,4 +53,18 @@ func TestANewerLayoutIsRefused(t *testing.T) {
 		_, err = e.Publish(ctx, &pubsub.PublishParams{Topic: "new", Messages: messages("x")})
 		require.ErrorIs(t, err, pubsub.ErrStorageLayout)
 	}
+}
+
+// A subscriber refuses a layout-1 topic at Subscribe, instead of retrying its registration.
+func TestSubscribeRefusesALayoutOneTopic(t *testing.T) {
+	t.Parallel()
+	c, prefix := adaptertest.Server(t)
+	b, err := list.New(c, list.Options{Prefix: prefix})
+	require.NoError(t, err)
+	require.NoError(t, c.SAdd(t.Context(), keys.Join(keys.Tag(prefix, "old"), "groups"), "g").Err())
+	sub, err := pubsub.NewSubscriber(b, pubsub.SubscriberConfig{Group: "g"}, nil)
+	require.NoError(t, err)
+	defer sub.Close()
+	_, err = sub.Subscribe(t.Context(), "old")
+	require.ErrorIs(t, err, pubsub.ErrStorageLayout)
 }

@@ -48,8 +48,22 @@ local function store_push(k, msgs, now, mark)
   if mark == 'force' or (mark and tonumber(mark) >= now) then wake(k.wake) end
 end
 
+-- first_due is the due time of the earliest member, or nil: read once per script and kept in
+-- k (a take clears it).
+local function first_due(k)
+  if k.first_due == nil then
+    local first = redis.call('ZRANGE', k.ready, 0, 0, 'WITHSCORES')
+    k.first_due = first[2] and tonumber(first[2]) or false
+  end
+  return k.first_due or nil
+end
+
 -- store_take takes up to n members due at now, in ZSET order (due time, then rank, then id).
+-- With nothing due it costs one look at the earliest member.
 local function store_take(k, n, now, _)
+  local first = first_due(k)
+  if not first or first > now then return {} end
+  k.first_due = nil
   local due = redis.call('ZRANGE', k.ready, '-inf', now, 'BYSCORE', 'LIMIT', 0, n, 'WITHSCORES')
   local taken, members = {}, {}
   for i = 1, #due, 2 do
@@ -76,9 +90,9 @@ end
 -- publish can succeed to need it), and the claim still answers.
 local function store_wait(k, now, group, block)
   if block > 0 then redis.pcall('HSET', k.meta, 'w:' .. group, now + block) end
-  local first = redis.call('ZRANGE', k.ready, 0, 0, 'WITHSCORES')
-  if not first[2] then return -1 end
-  return math.max(0, tonumber(first[2]) - now)
+  local first = first_due(k)
+  if not first then return -1 end
+  return math.max(0, first - now)
 end
 
 -- extra_of reads a pending message's extra: due time and priority.

@@ -195,6 +195,14 @@ local function dedupe(ids)
   return out
 end
 
+-- new_version is a registry version no earlier one can equal: the Redis clock in µs. A
+-- counter would hand out the same number again after a failover lost its last bump, for
+-- another set of groups, and publishers holding that number would route by the lost set.
+local function new_version()
+  local t = redis.call('TIME')
+  return t[1] .. string.format('%06d', tonumber(t[2]))
+end
+
 -- layout_error is the error reply for data in storage layout found, which this code cannot read.
 local function layout_error(found)
   return redis.error_reply('RELQLAYOUT ' .. found .. ' ' .. LAYOUT)

@@ -1,5 +1,5 @@
 -- ensuregroup.lua: register a group on a topic, so every later publish routes to it.
--- Idempotent. A new group bumps the registry version, which makes publishers with a cached
+-- Idempotent. A new group sets a new registry version, which makes publishers with a cached
 -- registry retry with the new one.
 --
 -- KEYS[1..5] -> the topic's meta, bodies, refs, registry, legacy (see publish.lua)
@@ -14,8 +14,8 @@ local ver = meta[3] or '0'
 -- A group already registered writes nothing, so re-registering works on a full Redis.
 if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 0 then
   redis.call('HSET', KEYS[4], ARGV[1], meta[2] or '0')
-  ver = ms(redis.call('HINCRBY', KEYS[1], 'ver', 1))
-  if not meta[1] then redis.call('HSET', KEYS[1], 'layout', LAYOUT) end
+  ver = new_version()
+  redis.call('HSET', KEYS[1], 'ver', ver, 'layout', LAYOUT)
 end
 local reply = {ver}
 for _, g in ipairs(redis.call('HKEYS', KEYS[4])) do reply[#reply + 1] = g end

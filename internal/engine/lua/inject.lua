@@ -9,8 +9,7 @@
 local k = keys_at(TOPIC_KEYS + 1)
 local seq = tonumber(redis.call('HGET', k.meta, 'seq') or '0')
 if redis.call('HSETNX', k.registry, ARGV[1], seq) == 1 then
-  redis.call('HINCRBY', k.meta, 'ver', 1)
-  redis.call('HSET', k.meta, 'layout', LAYOUT)
+  redis.call('HSET', k.meta, 'ver', new_version(), 'layout', LAYOUT)
 end
 local id = ms(redis.call('HINCRBY', k.meta, 'seq', 1))
 redis.call('HSET', k.bodies, id, ARGV[2])

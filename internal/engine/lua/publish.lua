@@ -42,7 +42,7 @@ if not ver then
     return {0, '0'}
   end
   redis.call('HSET', KEYS[4], ARGV[1], seq)
-  ver = '1'
+  ver = new_version()
   registered = {'ver', ver, 'layout', LAYOUT}
 elseif ver ~= ARGV[2] then
   local reply = {0, ver}
