@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/conformance"
-	"github.com/relq/relq/internal/luakit"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -27,9 +29,9 @@ import (
 // The least-privilege ACL rule of each backend is its key pattern, no Pub/Sub channels, and
 // exactly the commands it sends: the ones its Go code sends directly (aclClientCommands), the
 // script commands, and the commands its Lua scripts call, which Redis checks against the
-// caller's ACL too (scanned from adapters/<name>/lua and internal/luakit, so the rule cannot
-// fall behind the scripts). docs/operations.md prints the rules; TestACLRulesDocumented keeps
-// it in step.
+// caller's ACL too (scanned from the Lua files its scripts are made of, see aclScriptFiles, so
+// the rule cannot fall behind the scripts). docs/operations.md prints the rules;
+// TestACLRulesDocumented keeps it in step.
 //
 // Nothing is needed for the connection handshake: Redis runs HELLO and AUTH before any ACL
 // check. go-redis also sends CLIENT SETINFO, which Redis 7.0 does not know and which go-redis
@@ -38,44 +40,78 @@ var (
 	// aclScriptCommands run every script (EVALSHA, and EVAL when the script cache lost it).
 	aclScriptCommands = []string{"evalsha", "eval"}
 	// aclClientCommands are sent from Go, outside scripts, by each backend.
+	// Groups reads the registry HASH of list and zset (HKEYS), and Topics checks a topic it
+	// found with HLEN (internal/engine's topics.go).
 	aclClientCommands = map[string][]string{
-		"list":    {"blmove", "sadd", "smembers"}, // the blocking claim; group registration
-		"zset":    {"blpop", "sadd", "smembers"},  // the blocking wait on wake-up lists; groups
-		"streams": {"xread", "xinfo|groups"},      // the blocking wait for new entries; groups
+		"list":    {"blmove", "hkeys", "hlen"}, // the blocking claim; the registry
+		"zset":    {"blpop", "hkeys", "hlen"},  // the blocking wait on wake-up lists; the registry
+		"streams": {"xread", "xinfo|groups"},   // the blocking wait for new entries; groups
 	}
-	// aclReplicaCommands serve PublisherConfig.WaitReplicas (internal/replicas).
-	aclReplicaCommands = []string{"incrby", "wait"}
+	// aclReplicaCommands serve PublisherConfig.WaitReplicas (internal/replicas): WAIT after a
+	// write that changes nothing, on the topic's meta HASH (list, zset: HINCRBY meta seq 0) or
+	// its publish counter (streams: INCRBY).
+	aclReplicaCommands = map[string][]string{
+		"list":    {"hincrby", "wait"},
+		"zset":    {"hincrby", "wait"},
+		"streams": {"incrby", "wait"},
+	}
 	// aclClusterCommands serve redis.NewClusterClient: it reads the slot map (CLUSTER SLOTS)
 	// and the command table (COMMAND), which it asks for again before every command while
 	// it is refused, from up to three nodes.
 	aclClusterCommands = []string{"cluster|slots", "command"}
 )
 
-// aclScriptFiles are the Lua files each backend's scripts are made of: its own, minus the
-// test-only inject.lua (the Faults injector stands for a foreign writer and uses a privileged
-// client here), and the helpers internal/luakit shares between backends.
+// aclScriptFiles are the Lua files each backend's scripts are made of: its own
+// (adapters/<name>/lua), internal/engine's when the backend runs on the group-state engine
+// (list and zset), and internal/luakit's common.lua, which every script starts with. The
+// test-only inject.lua is left out: the Faults injector stands for a foreign writer and uses a
+// privileged client here. luakit.Link gives each script only the helpers it calls, so this
+// may list a command that no script of the backend reaches; never one short.
 func aclScriptFiles(t *testing.T, backend string) []string {
 	t.Helper()
-	own, err := filepath.Glob(filepath.Join("..", "adapters", backend, "lua", "*.lua"))
-	require.NoError(t, err)
-	require.NotEmpty(t, own, "no scripts found for the %s backend", backend)
-	own = slices.DeleteFunc(own, func(f string) bool { return filepath.Base(f) == "inject.lua" })
-	for _, lib := range aclLuakitLibs[backend] {
-		own = append(own, filepath.Join("..", "internal", "luakit", lib))
+	dirs := []string{filepath.Join("..", "adapters", backend, "lua")}
+	if usesEngine(t, backend) {
+		dirs = append(dirs, filepath.Join("..", "internal", "engine", "lua"))
 	}
-	return own
+	var files []string
+	for _, dir := range dirs {
+		found, err := filepath.Glob(filepath.Join(dir, "*.lua"))
+		require.NoError(t, err)
+		require.NotEmpty(t, found, "no scripts in %s for the %s backend", dir, backend)
+		files = append(files, found...)
+	}
+	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "inject.lua" })
+	return append(files, filepath.Join("..", "internal", "luakit", "common.lua"))
 }
 
-// aclLuakitLibs are the internal/luakit files each backend's scripts include (see each
-// adapter's scripts.go): common.lua always, the group-state and registry helpers only for the
-// backends that opt in, and the verbs list and zset share (luakit.GroupScript).
-var aclLuakitLibs = map[string][]string{
-	"list":    {"common.lua", string(luakit.GroupState), string(luakit.Registry), "groupverbs/extend.lua", "groupverbs/deadletters.lua"},
-	"zset":    {"common.lua", string(luakit.GroupState), string(luakit.Registry), "groupverbs/extend.lua", "groupverbs/deadletters.lua"},
-	"streams": {"common.lua"},
+// enginePackage is the import path of the group-state engine, whose scripts a backend that
+// imports it runs.
+const enginePackage = "github.com/relq/relq/internal/engine"
+
+// usesEngine reports whether the backend's Go code (not its tests) imports internal/engine.
+func usesEngine(t *testing.T, backend string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "adapters", backend, "*.go"))
+	require.NoError(t, err)
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, imp := range file.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == enginePackage {
+				return true
+			}
+		}
+	}
+	return false
 }
 
-var luaCall = regexp.MustCompile(`redis\.p?call\(\s*['"]([A-Za-z]+)['"](?:\s*,\s*['"]([A-Za-z]+)['"])?`)
+// luaCall matches a command named literally in a script: redis.call('ZADD', ...), and the
+// helpers that take the command as their first argument, such as common.lua's
+// call_chunked('ZADD', key, args, width).
+var luaCall = regexp.MustCompile(`(?:redis\.p?call|\bcall_\w+)\(\s*['"]([A-Za-z]+)['"](?:\s*,\s*['"]([A-Za-z]+)['"])?`)
 
 // luaCommands returns the commands the backend's scripts call, as ACL names: "zadd",
 // "xgroup|create".
@@ -164,10 +200,11 @@ func TestACLConformance(t *testing.T) {
 	}
 }
 
-// On Redis Cluster the same rules work with +cluster|slots added, for the slot map go-redis
-// reads; PublisherConfig.WaitReplicas adds +incrby +wait. ACL users are per node, so the user
-// is created on every node. Each backend makes a round trip over topics on all three
-// primaries, waiting for a replica on every publish.
+// On Redis Cluster the same rules work with +cluster|slots +command added, for the slot map
+// and command table go-redis reads; PublisherConfig.WaitReplicas adds the backend's
+// aclReplicaCommands. ACL users are per node, so the user is created on every node. Each
+// backend makes a round trip over topics on all three primaries, waiting for a replica on
+// every publish.
 func TestACLOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, redistest.ClusterOptions{})
@@ -182,7 +219,7 @@ func TestACLOnCluster(t *testing.T) {
 			t.Run(bc.name, func(t *testing.T) {
 				t.Parallel()
 				prefix := redistest.Prefix(t)
-				user := aclUser(aclRules(t, bc.name, prefix, slices.Concat(aclClusterCommands, aclReplicaCommands)...))
+				user := aclUser(aclRules(t, bc.name, prefix, slices.Concat(aclClusterCommands, aclReplicaCommands[bc.name])...))
 				for _, node := range cluster.Nodes {
 					node.AddUser(t, user)
 				}
@@ -299,7 +336,9 @@ func TestACLRulesDocumented(t *testing.T) {
 	slices.Sort(all)
 	require.Contains(t, doc, commandRules(slices.Compact(all)), "docs/operations.md lacks the commands of all backends")
 	require.Contains(t, doc, commandRules(aclClusterCommands), "docs/operations.md lacks the Cluster additions")
-	require.Contains(t, doc, commandRules(aclReplicaCommands), "docs/operations.md lacks the WaitReplicas additions")
+	for _, bc := range faultBackends {
+		require.Contains(t, doc, commandRules(aclReplicaCommands[bc.name]), "docs/operations.md lacks the WaitReplicas additions of %s", bc.name)
+	}
 }
 
 // commandRules writes commands as ACL rules: "+a +b".
