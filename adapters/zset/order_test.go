@@ -66,7 +66,7 @@ func TestPriorityOrdersMessagesDueTogether(t *testing.T) {
 	require.Equal(t, []string{"max", "b", "e", "a", "c", "d", "f", "min"}, adaptertest.Payloads(ds))
 	require.Equal(t, PriorityMin, e.records(k)["7"].priority)
 	require.Equal(t, pubsub.AckResult{Acked: 8}, e.Ack("t", "g", "c", ds...))
-	require.Equal(t, []string{"g:g:counters", "g:g:wake", "meta", "zregistry"}, e.Keys("t"),
+	require.Equal(t, []string{"g:g:counters", "meta", "zregistry"}, e.Keys("t"),
 		"a priority is stored nowhere but with its message")
 }
 

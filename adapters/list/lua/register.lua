@@ -22,7 +22,7 @@ local deadline = now + tonumber(ARGV[3])
 local out = {-1}
 local got = 0
 if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then
-  got = lease(k, {{id = id, extra = ''}}, consumer, now, deadline, out)
+  got = lease(k, {id}, nil, consumer, now, deadline, out)
 else
   local r = read_records(k, {id})[1]
   if r and r.consumer == '' then
@@ -35,7 +35,8 @@ else
   end
 end
 if n > got then
-  got = got + lease(k, store_take(k, n - got, now, 0), consumer, now, deadline, out)
+  local ids = store_take(k, n - got, now, 0)
+  got = got + lease(k, ids, nil, consumer, now, deadline, out)
 end
 count(k, 'claimed', got)
 return out

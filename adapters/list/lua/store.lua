@@ -60,18 +60,18 @@ local function promote(k, now, limit)
   return #ids
 end
 
--- store_take promotes what is due, then takes up to n entries from the consume end.
+-- store_take promotes what is due, then takes up to n entries from the consume end. It returns
+-- their ids (and no notes: a list message goes back by its id alone).
 local function store_take(k, n, now, limit)
   promote(k, now, limit)
   local es = redis.call('RPOP', k.ready, n)
-  local taken = {}
-  if not es then return taken end
-  for i, e in ipairs(es) do taken[i] = {id = split(e), extra = ''} end
-  return taken
+  if not es then return {} end
+  for i = 1, #es do es[i] = split(es[i]) end
+  return es
 end
 
 -- store_claimed: nothing to do; a publish hands list messages to every blocked consumer.
-local function store_claimed(_, _, _) end
+local function store_claimed(_, _, _, _) end
 
 -- store_wait is the ms until the earliest delayed message is due (0: now), or -1.
 local function store_wait(k, now, _, _)

@@ -10,7 +10,7 @@
 -- "due:priority": the due time it had when claimed and its priority.
 
 local MEMBER_FORMAT = '%0' .. RANK_DIGITS .. 'd:%016d'
-local MEMBER_PATTERN = '^(' .. string.rep('%d', RANK_DIGITS) .. '):(' .. string.rep('%d', 16) .. ')$'
+local MEMBER_LEN = RANK_DIGITS + 17
 
 -- member is the ready member of id with priority p. Lua numbers are exact up to 2^53, below
 -- 10^16.
@@ -18,11 +18,13 @@ local function member(id, p)
   return string.format(MEMBER_FORMAT, PRIORITY_MAX - p, tonumber(id))
 end
 
--- id_of is the delivery ID and priority of a ready member, or nil for a member relq did not write.
+-- id_of is the delivery ID and priority of a ready member, or nil for a member relq did not
+-- write. Members are fixed-width, so it cuts rather than matches a pattern.
 local function id_of(m)
-  local rank, digits = string.match(m, MEMBER_PATTERN)
-  if not rank then return nil end
-  return ms(tonumber(digits)), PRIORITY_MAX - tonumber(rank)
+  if #m ~= MEMBER_LEN or string.byte(m, RANK_DIGITS + 1) ~= 58 or not string.find(m, '^%d+:%d+$') then
+    return nil -- 58 is ':'
+  end
+  return ms(tonumber(string.sub(m, RANK_DIGITS + 2))), PRIORITY_MAX - tonumber(string.sub(m, 1, RANK_DIGITS))
 end
 
 -- wake pushes a wake-up token for the consumers blocked in BLPOP on key, unless one is waiting
@@ -58,27 +60,35 @@ local function first_due(k)
   return k.first_due or nil
 end
 
--- store_take takes up to n members due at now, in ZSET order (due time, then rank, then id).
+-- store_take takes up to n members due at now, in ZSET order (due time, then rank, then id),
+-- and returns their ids and notes (due time and priority).
 -- With nothing due it costs one look at the earliest member.
 local function store_take(k, n, now, _)
   local first = first_due(k)
   if not first or first > now then return {} end
   k.first_due = nil
   local due = redis.call('ZRANGE', k.ready, '-inf', now, 'BYSCORE', 'LIMIT', 0, n, 'WITHSCORES')
-  local taken, members = {}, {}
+  local ids, extras, members = {}, {}, {}
   for i = 1, #due, 2 do
     members[#members + 1] = due[i]
     local id, p = id_of(due[i])
-    if id then taken[#taken + 1] = {id = id, extra = due[i + 1] .. ':' .. p} end
+    if id then
+      ids[#ids + 1] = id
+      extras[#ids] = due[i + 1] .. ':' .. p
+    end
   end
   if #members > 0 then call_chunked('ZREM', k.ready, members, 1) end
-  return taken
+  return ids, extras
 end
 
--- store_claimed passes a wake-up on when a full batch was taken and more is due, so one
--- wake-up drains a burst across several consumers.
-local function store_claimed(k, full, now)
-  if full and #redis.call('ZRANGE', k.ready, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1) > 0 then
+-- store_claimed passes a wake-up on when a full batch was taken, more is due and a consumer
+-- of the group may be asleep, so one wake-up drains a burst across several consumers. Busy
+-- consumers, which mark nobody asleep, pay one HGET per full batch.
+local function store_claimed(k, full, now, group)
+  if not full then return end
+  local mark = redis.call('HGET', k.meta, 'w:' .. group)
+  if mark and tonumber(mark) >= now
+    and #redis.call('ZRANGE', k.ready, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1) > 0 then
     wake(k.wake)
   end
 end

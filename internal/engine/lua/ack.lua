@@ -11,21 +11,22 @@ local consumer = ARGV[1]
 local ids, want, seen = {}, {}, {}
 local stale = 0
 for i = 2, #ARGV, 2 do
-  if seen[ARGV[i]] then
+  local id = ARGV[i]
+  if seen[id] then
     stale = stale + 1
   else
-    seen[ARGV[i]] = true
-    ids[#ids + 1] = ARGV[i]
-    want[#ids] = tonumber(ARGV[i + 1])
+    seen[id] = true
+    ids[#ids + 1] = id
+    want[#ids] = ARGV[i + 1]
   end
 end
-local recs = read_records(k, ids)
+local recs = redis.call('HMGET', k.holders, unpack(ids))
 local done = {}
-for i, id in ipairs(ids) do
-  local r = recs[i]
-  if r then
-    if r.consumer ~= consumer or r.attempt ~= want[i] then stale = stale + 1 end
-    done[#done + 1] = id
+for i = 1, #ids do
+  local v = recs[i]
+  if v then
+    if not holds(v, consumer, want[i]) then stale = stale + 1 end
+    done[#done + 1] = ids[i]
   else
     stale = stale + 1
   end

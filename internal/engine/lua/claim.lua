@@ -15,12 +15,12 @@ local k = keys_at(TOPIC_KEYS + 1)
 local consumer, n = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 local out = {-1}
-local taken = store_take(k, n, now, tonumber(ARGV[4]))
-local got = lease(k, taken, consumer, now, now + tonumber(ARGV[3]), out)
+local ids, extras = store_take(k, n, now, tonumber(ARGV[4]))
+local got = lease(k, ids, extras, consumer, now, now + tonumber(ARGV[3]), out)
 if got > 0 then
   count(k, 'claimed', got)
-  store_claimed(k, #taken == n, now)
-elseif #taken > 0 then
+  store_claimed(k, #ids == n, now, ARGV[5])
+elseif #ids > 0 then
   out[1] = 0 -- what was taken had no body and is gone: look again at once
 else
   out[1] = store_wait(k, now, ARGV[5], tonumber(ARGV[6]))

@@ -87,29 +87,47 @@ local function pend(k, items, deadline)
   call_chunked('HSET', k.holders, h, 2)
 end
 
--- lease makes taken ({id, extra} from the store) pending for consumer and appends id, attempt,
--- body to out. The attempt is one more than retries holds. An id without a body (purged, or
--- foreign data) is dropped. Returns how many were leased.
-local function lease(k, taken, consumer, now, deadline, out)
-  if #taken == 0 then return 0 end
-  local ids = {}
-  for i, t in ipairs(taken) do ids[i] = t.id end
+-- lease makes the taken ids pending for consumer and appends id, attempt, body to out;
+-- extras[i] is the store's note for ids[i] (nil: none). The attempt is one more than retries
+-- holds. An id without a body (purged, or foreign data) is dropped. It builds the arguments of
+-- each write directly, one string per record, since this runs for every message claimed.
+-- Returns how many were leased.
+local function lease(k, ids, extras, consumer, now, deadline, out)
+  local n = #ids
+  if n == 0 then return 0 end
   local bodies = redis.call('HMGET', k.bodies, unpack(ids))
   local tries = redis.call('HMGET', k.retries, unpack(ids))
-  local items, retried = {}, {}
-  for i, t in ipairs(taken) do
-    if tries[i] then retried[#retried + 1] = t.id end
-    if bodies[i] then
-      local attempt = (tonumber(tries[i]) or 0) + 1
-      items[#items + 1] = {id = t.id, consumer = consumer, attempt = attempt, since = now, extra = t.extra}
-      out[#out + 1] = t.id
-      out[#out + 1] = attempt
-      out[#out + 1] = bodies[i]
+  local z, s, h, retried = {}, {}, {}, {}
+  local head, tail = consumer .. ':', ':' .. ms(now) .. ':'
+  local got, o = 0, #out
+  for i = 1, n do
+    local id, tried = ids[i], tries[i]
+    if tried then retried[#retried + 1] = id end
+    local body = bodies[i]
+    if body then
+      local attempt = (tonumber(tried) or 0) + 1
+      local j = 2 * got
+      z[j + 1], z[j + 2] = deadline, id
+      s[j + 1], s[j + 2] = now, id
+      h[j + 1], h[j + 2] = id, head .. attempt .. tail .. (extras and extras[i] or '')
+      out[o + 1], out[o + 2], out[o + 3] = id, attempt, body
+      got, o = got + 1, o + 3
     end
   end
   if #retried > 0 then call_chunked('HDEL', k.retries, retried, 1) end
-  pend(k, items, deadline)
-  return #items
+  if got > 0 then
+    call_chunked('ZADD', k.pending, z, 2)
+    call_chunked('ZADD', k.since, s, 2)
+    call_chunked('HSET', k.holders, h, 2)
+  end
+  return got
+end
+
+-- holds reports whether a holders value v is consumer's record of attempt (a string): the
+-- fencing check, without parsing the rest of the record.
+local function holds(v, consumer, attempt)
+  local prefix = consumer .. ':' .. attempt .. ':'
+  return string.sub(v, 1, #prefix) == prefix
 end
 
 -- keep_attempts records in retries how many deliveries each item ({id, attempt}) going back to

@@ -12,14 +12,14 @@ local consumer = ARGV[1]
 local ids, want = {}, {}
 for i = 3, #ARGV, 2 do
   ids[#ids + 1] = ARGV[i]
-  want[#ids] = tonumber(ARGV[i + 1])
+  want[#ids] = ARGV[i + 1]
 end
-local recs = read_records(k, ids)
+local recs = redis.call('HMGET', k.holders, unpack(ids))
 local deadline = now_ms() + tonumber(ARGV[2])
 local z, lost = {}, {}
 for i, id in ipairs(ids) do
-  local r = recs[i]
-  if r and r.consumer == consumer and r.attempt == want[i] then
+  local v = recs[i]
+  if v and holds(v, consumer, want[i]) then
     z[#z + 1] = deadline
     z[#z + 1] = id
   else
