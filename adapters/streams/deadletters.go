@@ -14,7 +14,9 @@ import (
 const deadHeader = 12
 
 // DeadLetters reads one page of the group's dead-letter stream, oldest first, in one
-// read-only script. An entry that cannot be decoded comes back with its bytes in Raw.
+// read-only script: the page's entry IDs by rank from the group's dead_order index, then the
+// stream from the first of them to the last, so a page costs O(Count + log N) at any Offset.
+// An entry that cannot be decoded comes back with its bytes in Raw.
 func (b *Backend) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) ([]pubsub.DeadLetter, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -118,4 +119,18 @@ func (e *env) counts(topic, group string) counts {
 	e.T.Helper()
 	s := e.Stats(topic, group)
 	return counts{s.Ready, s.Delayed, s.Pending, s.Dead}
+}
+
+// withoutExpiry is res with NextExpiry zeroed, to compare its counts alone.
+func withoutExpiry(res pubsub.ReclaimResult) pubsub.ReclaimResult {
+	res.NextExpiry = 0
+	return res
+}
+
+// requireExpiryNear checks that res reports the next lease expiry at most lease away, and not
+// earlier than the few seconds a test's leases may have been idle.
+func requireExpiryNear(t *testing.T, lease time.Duration, res pubsub.ReclaimResult, msg string) {
+	t.Helper()
+	require.LessOrEqual(t, res.NextExpiry, lease, msg)
+	require.Greater(t, res.NextExpiry, lease-10*time.Second, msg)
 }

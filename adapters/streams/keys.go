@@ -22,6 +22,7 @@ type groupKeys struct {
 	pendingAt string // ZSET id -> claimed at ms
 	dead      string // STREAM: dead letters
 	deadIndex string // HASH id -> dead-letter entry id
+	deadOrder string // ZSET padded dead-letter entry id -> 0: dead letters by rank, for paging
 	counters  string // HASH: cumulative counters and published_base
 	topic     topicKeys
 }
@@ -60,6 +61,7 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 		pendingAt: g("pending_at"),
 		dead:      g("dead"),
 		deadIndex: g("dead_index"),
+		deadOrder: g("dead_order"),
 		counters:  g("counters"),
 		topic:     tk,
 	}
@@ -84,7 +86,7 @@ func (k groupKeys) ackKeys() []string {
 }
 
 func (k groupKeys) nackKeys() []string {
-	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.dead, k.deadIndex, k.topic.deadRefs}
+	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
 }
 
 func (k groupKeys) extendKeys() []string {
@@ -93,19 +95,19 @@ func (k groupKeys) extendKeys() []string {
 
 func (k groupKeys) reclaimKeys() []string {
 	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.leases, k.dead, k.deadIndex,
-		k.topic.deadRefs, k.topic.delayed}
+		k.topic.deadRefs, k.topic.delayed, k.deadOrder}
 }
 
 func (k groupKeys) deadLettersKeys() []string {
-	return []string{k.dead}
+	return []string{k.dead, k.deadOrder}
 }
 
 func (k groupKeys) requeueKeys() []string {
-	return []string{k.topic.stream, k.retry, k.dead, k.deadIndex, k.topic.deadRefs}
+	return []string{k.topic.stream, k.retry, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
 }
 
 func (k groupKeys) purgeKeys() []string {
-	return []string{k.topic.stream, k.dead, k.deadIndex, k.topic.deadRefs}
+	return []string{k.topic.stream, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
 }
 
 func (k groupKeys) statsKeys() []string {

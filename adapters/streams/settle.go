@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"time"
 
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
@@ -49,6 +50,11 @@ func (b *Backend) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string,
 // p.MaxDeliveries. At most p.Count are handled (Options.BatchSize if zero). It also removes
 // consumers idle for Options.ConsumerIdleTimeout with nothing pending.
 //
+// NextExpiry is when the earliest lease still pending expires: its holder's lease less its
+// PEL idle time, read from every entry of a consumer holding at most reclaimWindow, else from
+// its reclaimWindow lowest IDs (an entry beyond them heartbeated less recently is missed until
+// the next sweep); 1ms when the call stopped at its Count.
+//
 // Delayed messages need no promotion here: a due retry is claimable as it is, so Promoted and
 // Orphans are always zero.
 func (b *Backend) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.ReclaimResult, error) {
@@ -69,9 +75,22 @@ func (b *Backend) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.
 	}
 	k := b.groupKeys(p.Topic, p.Group)
 	n, err := backendkit.Ints(reclaimScript.Run(ctx, b.client, k.reclaimKeys(),
-		p.Group, ParkedConsumer, max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count, p.Topic, idle).Slice())
+		p.Group, ParkedConsumer, max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count, p.Topic, idle,
+		reclaimWindow).Slice())
 	if err != nil {
 		return pubsub.ReclaimResult{}, err
 	}
-	return pubsub.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1])}, nil
+	res := pubsub.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1])}
+	switch {
+	case n[4] == 1:
+		res.NextExpiry = time.Millisecond
+	case n[3] > 0:
+		res.NextExpiry = time.Duration(n[3]) * time.Millisecond
+	}
+	return res, nil
 }
+
+// reclaimWindow is how many pending entries of one consumer reclaim.lua reads to learn when
+// its next lease expires: all of them for a consumer holding no more (a subscriber holds
+// Concurrency + Prefetch), the lowest IDs of a larger one.
+const reclaimWindow = 100

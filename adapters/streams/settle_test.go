@@ -114,10 +114,14 @@ func TestReclaimMeasuresIdleTimeAgainstEachHoldersLease(t *testing.T) {
 	require.NoError(t, err)
 
 	time.Sleep(150 * time.Millisecond)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.ReclaimLease("t", "g", 0, time.Hour))
+	res := e.ReclaimLease("t", "g", 0, time.Hour)
+	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, withoutExpiry(res))
+	requireExpiryNear(t, time.Hour, res, "long's and foreign's hour-long leases are left")
 	require.Equal(t, map[string]pel{published[0]: {ParkedConsumer, 1}, published[1]: {"long", 1}, published[2]: {"foreign", 1}}, e.pel("t", "g"))
 	require.Equal(t, short.ID, published[0])
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.ReclaimLease("t", "g", 0, 100*time.Millisecond), "the orphan lease judges the foreign consumer")
+	res = e.ReclaimLease("t", "g", 0, 100*time.Millisecond)
+	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, withoutExpiry(res), "the orphan lease judges the foreign consumer")
+	requireExpiryNear(t, time.Hour, res, "long's lease is left")
 	require.Equal(t, pel{ParkedConsumer, 1}, e.pel("t", "g")[published[2]])
 	require.Equal(t, counts{Ready: 2, Pending: 1}, e.counts("t", "g"))
 }

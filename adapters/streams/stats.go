@@ -7,10 +7,15 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
-// statsCountCap bounds how many unread entries stats.lua counts one by one, where Redis cannot
+// statsWindow is how many unread entries, and how many delayed entries not due yet, stats.lua
+// looks at one by one: Ready, Delayed and OldestReadyAge are exact when either set fits in it
+// (see stats.lua for the estimate beyond), and a Stats call costs O(statsWindow + log N).
+const statsWindow = 100
+
+// statsCountCap bounds how many unread entries stats.lua counts one by one where Redis cannot
 // tell a group's lag (Redis 6.2, which has no lag; or entries deleted after the group's
-// last-delivered-id). Ready is at most this much then.
-const statsCountCap = 100_000
+// last-delivered-id). Beyond it Redis 7 gives an estimate, and Ready on 6.2 stops there.
+const statsCountCap = 1000
 
 // Stats reads the group's state in one read-only script, so the numbers are one snapshot and
 // the ages are measured on the Redis clock. Ready counts the entries the group has not read
@@ -18,13 +23,15 @@ const statsCountCap = 100_000
 // the PEL without the parking consumer's entries. OldestPendingAge is the time since the
 // oldest pending delivery was claimed; OldestReadyAge the time since the oldest ready message
 // became due. Published counts relq's publishes routed to the group (since it was created,
-// plus what it could replay then).
+// plus what it could replay then). With more than statsWindow entries unread and more than
+// statsWindow delayed ones not due, the split of the unread between Ready and Delayed is an
+// estimate, and OldestReadyAge may be an upper bound (stats.lua says when each is exact).
 func (b *Backend) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stats, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return pubsub.Stats{}, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	res, err := statsScript.Run(ctx, b.client, k.statsKeys(), p.Group, ParkedConsumer, statsCountCap).Slice()
+	res, err := statsScript.Run(ctx, b.client, k.statsKeys(), p.Group, ParkedConsumer, statsWindow, statsCountCap).Slice()
 	if err != nil {
 		return pubsub.Stats{}, err
 	}

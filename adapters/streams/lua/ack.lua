@@ -10,6 +10,9 @@
 -- ARGV[2] -> consumer acking
 -- ARGV[3] -> '1': delete entries once every group has acked them
 -- ARGV[4+2i], ARGV[5+2i] -> item i: id, attempt the consumer believes it holds
+-- Per call: one XPENDING of the consumer's entries (see pel_of), one XACK, one ZREM of
+-- pending_at, and a ZREM of retry schedules only for items another consumer held (the
+-- parking consumer holds the retries; what the acking consumer holds has no schedule).
 -- Returns {acked, stale}. An item is stale when it is not pending (acked already, or
 -- dead-lettered) or when the consumer no longer holds that attempt (another consumer or the
 -- parking consumer has it); a pending stale item is still acked.
@@ -17,30 +20,37 @@
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
   dead_refs = KEYS[5], group = ARGV[1]}
 local consumer = ARGV[2]
-local acked, stale = 0, 0
-local done = {}
+local ids = {}
+for i = 4, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+local pel = pel_of(k, ids, consumer)
+
+local stale = 0
+local done, others, seen = {}, {}, {}
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]
-  local owner, count = pending(k, id)
-  if owner then
-    if owner ~= consumer or count ~= tonumber(ARGV[i + 1]) then stale = stale + 1 end
-    redis.call('XACK', k.stream, k.group, id)
-    redis.call('ZREM', k.retry, pad(id))
-    redis.call('ZREM', k.pending, id)
-    acked = acked + 1
+  local p = pel[id]
+  if p and not seen[id] then
+    seen[id] = true
+    if p[1] ~= consumer or p[2] ~= tonumber(ARGV[i + 1]) then stale = stale + 1 end
     done[#done + 1] = id
+    if p[1] ~= consumer then others[#others + 1] = pad(id) end
   else
     stale = stale + 1
   end
 end
-if ARGV[3] == '1' and #done > 0 then
-  local groups = groups_of(k)
-  local gone = {}
-  for _, id in ipairs(done) do
-    if unneeded(k, id, groups) then gone[#gone + 1] = id end
+if #done > 0 then
+  call_ids('XACK', k.stream, {k.group}, done)
+  call_ids('ZREM', k.pending, {}, done)
+  call_ids('ZREM', k.retry, {}, others)
+  if ARGV[3] == '1' then
+    -- This group just acked them; the other groups decide.
+    local groups = {}
+    for _, g in ipairs(groups_of(k)) do
+      if g.name ~= k.group then groups[#groups + 1] = g end
+    end
+    xdel(k, unneeded(k, done, groups))
   end
-  xdel(k, gone)
+  redis.call('HINCRBY', k.counters, 'acked', #done)
 end
-if acked > 0 then redis.call('HINCRBY', k.counters, 'acked', acked) end
 if stale > 0 then redis.call('HINCRBY', k.counters, 'stale_acks', stale) end
-return {acked, stale}
+return {#done, stale}

@@ -3,15 +3,19 @@
 -- (XREADGROUP ... >, without BLOCK: scripts cannot block).
 --
 -- An unread entry is due when it was published, or at its due time when it was published
--- with a delay (topic's delayed ZSET). Unread entries not due yet are parked right away:
--- given to the parking consumer with delivery count 0 and scheduled in the retry ZSET.
--- Candidates are ordered by (due time, ID) and the first N delivered; unread candidates beyond
--- N are parked likewise, so that the next claim takes them in order. Reading stops when N
--- candidates are known and no later entry can come before them, or after a scan bound.
+-- with a delay (topic's delayed ZSET). Unread entries not due yet are parked: given to the
+-- parking consumer with delivery count 0 and scheduled in the retry ZSET. Candidates are
+-- ordered by (due time, ID) and the first N delivered; unread candidates beyond N are parked
+-- likewise, so that the next claim takes them in order. Reading stops when N candidates are
+-- known and no later entry can come before them, or after a scan bound.
 --
 -- A retry is delivered with XCLAIM ... RETRYCOUNT count+1: its attempt. An unread entry is
 -- delivered by the XREADGROUP itself, attempt 1. The lease is the entry's idle time in the
 -- PEL, measured against the consumer's lease, recorded here (leases HASH).
+--
+-- Per call, not per entry: one ZMSCORE of due times per page read (none while the topic has
+-- no delayed entry), one XCLAIM and one ZADD for all it parks, one ZREM, one XPENDING and one
+-- XCLAIM per attempt count for the due retries, and one ZADD of pending_at.
 --
 -- KEYS[1] -> stream (STREAM)
 -- KEYS[2] -> retry (ZSET padded id -> due ms) the group's parked deliveries
@@ -35,7 +39,7 @@ local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS
   leases = KEYS[5], pending = KEYS[6], published = KEYS[7], group = ARGV[1], parked = ARGV[3]}
 local consumer, n, scan = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6])
 local now = now_ms()
-prune_delayed(k, now)
+local delayed_n = prune_delayed(k, now)
 redis.call('HSET', k.leases, consumer, ARGV[5])
 
 local function before(a, b)
@@ -49,12 +53,19 @@ for i = 1, #due, 2 do
   cands[#cands + 1] = {key = due[i], due = tonumber(due[i + 1]), retry = true}
 end
 
+-- Unread entries to park (not due yet, or beyond the first n), parked together at the end.
+local park_ids, park_at = {}, {}
+local function to_park(id, at)
+  park_ids[#park_ids + 1] = id
+  park_at[#park_at + 1] = at
+end
+
 -- keep sorts the candidates and parks the unread ones beyond the first n.
 local function keep()
   table.sort(cands, before)
   for i = #cands, n + 1, -1 do
     local c = cands[i]
-    if not c.retry then park(k, c.id, c.due, 0) end
+    if not c.retry then to_park(c.id, c.due) end
     cands[i] = nil
   end
 end
@@ -70,12 +81,18 @@ while true do
   end
   if not r then break end
   local entries = r[1][2]
-  for _, e in ipairs(entries) do
+  -- One ZMSCORE per page for the due times of delayed entries, none when nothing is delayed.
+  local dues = {}
+  if delayed_n > 0 then
+    local ids = {}
+    for i, e in ipairs(entries) do ids[i] = e[1] end
+    dues = call_ids('ZMSCORE', k.delayed, {}, ids)
+  end
+  for i, e in ipairs(entries) do
     local id = e[1]
-    local d = redis.call('ZSCORE', k.delayed, id)
-    d = d and tonumber(d) or published_at(id, now)
+    local d = dues[i] and tonumber(dues[i]) or published_at(id, now)
     if d > now then
-      park(k, id, d, 0)
+      to_park(id, d)
     else
       cands[#cands + 1] = {key = pad(id), due = d, id = id, fields = e[2]}
     end
@@ -92,42 +109,78 @@ while true do
     break
   end
 end
+-- Read, so pending under this consumer: parked with delivery count 0, the first delivery
+-- will be attempt 1.
+park(k, park_ids, park_at, 0)
 
-local out = {-1, ''}
-local got = 0
+-- Due retries: the parking consumer must still hold them (else a stale schedule: acked, or
+-- taken by another program meanwhile). One ZREM of their schedules, one XPENDING, and one
+-- XCLAIM per delivery count among them.
+local retry_keys, retry_ids = {}, {}
 for _, c in ipairs(cands) do
   if c.retry then
-    local id = unpad(c.key)
-    redis.call('ZREM', k.retry, c.key)
-    local owner, count = pending(k, id)
-    if owner == k.parked then
-      local r = redis.call('XCLAIM', k.stream, k.group, consumer, 0, id, 'RETRYCOUNT', count + 1)
-      if r[1] and r[1][2] then
-        out[#out + 1] = id
-        out[#out + 1] = count + 1
-        out[#out + 1] = r[1][2]
-        redis.call('ZADD', k.pending, now, id)
-        got = got + 1
-      else
-        -- Trimmed or deleted from the stream: nothing left to deliver.
-        redis.call('XACK', k.stream, k.group, id)
-        again = true
-      end
+    c.id = unpad(c.key)
+    retry_keys[#retry_keys + 1] = c.key
+    retry_ids[#retry_ids + 1] = c.id
+  end
+end
+local claimed = {}
+if #retry_ids > 0 then
+  call_ids('ZREM', k.retry, {}, retry_keys)
+  local pel = pel_of(k, retry_ids, k.parked)
+  local by_count = {}
+  for _, id in ipairs(retry_ids) do
+    local p = pel[id]
+    if p and p[1] == k.parked then
+      local c = p[2] + 1
+      by_count[c] = by_count[c] or {}
+      table.insert(by_count[c], id)
     else
-      -- Acked, or taken by another program meanwhile: a stale schedule.
       again = true
+    end
+  end
+  for count, ids in pairs(by_count) do
+    local got = call_ids('XCLAIM', k.stream, {k.group, consumer, 0}, ids, {'RETRYCOUNT', count})
+    for _, e in ipairs(got) do
+      if e and e[2] then claimed[e[1]] = {count, e[2]} end
+    end
+    -- Trimmed or deleted from the stream: nothing left to deliver (Redis 6.2 keeps them in
+    -- the PEL, 7 drops them).
+    local gone = {}
+    for _, id in ipairs(ids) do
+      if not claimed[id] then gone[#gone + 1] = id end
+    end
+    if #gone > 0 then
+      call_ids('XACK', k.stream, {k.group}, gone)
+      again = true
+    end
+  end
+end
+
+local out = {-1, ''}
+local at = {}
+for _, c in ipairs(cands) do
+  if c.retry then
+    local got = claimed[c.id]
+    if got then
+      out[#out + 1] = c.id
+      out[#out + 1] = got[1]
+      out[#out + 1] = got[2]
+      at[#at + 1] = now
+      at[#at + 1] = c.id
     end
   else
     out[#out + 1] = c.id
     out[#out + 1] = 1
     out[#out + 1] = c.fields
-    redis.call('ZADD', k.pending, now, c.id)
-    got = got + 1
+    at[#at + 1] = now
+    at[#at + 1] = c.id
   end
 end
 
-if got > 0 then
-  redis.call('HINCRBY', k.counters, 'claimed', got)
+if #at > 0 then
+  call_chunked('ZADD', k.pending, at, 2)
+  redis.call('HINCRBY', k.counters, 'claimed', #at / 2)
   return out
 end
 if again then

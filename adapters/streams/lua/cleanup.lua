@@ -27,10 +27,14 @@ for _, c in ipairs(consumers) do
   local name = t['name']
   if name ~= k.parked and tonumber(t['idle']) >= idle then
     if tonumber(t['pending']) > 0 and left > 0 then
+      local ids, at = {}, {}
       for _, e in ipairs(redis.call('XPENDING', k.stream, k.group, 'IDLE', idle, '-', '+', left, name)) do
-        if park(k, e[1], published_at(e[1], now)) then moved = moved + 1 end
-        left = left - 1
+        ids[#ids + 1] = e[1]
+        at[#at + 1] = published_at(e[1], now)
       end
+      left = left - #ids
+      moved = moved + park(k, ids, at)
+      call_ids('ZREM', k.pending, {}, ids)
     end
     if not redis.call('XPENDING', k.stream, k.group, '-', '+', 1, name)[1] then
       redis.call('XGROUP', 'DELCONSUMER', k.stream, k.group, name)

@@ -9,18 +9,30 @@
 -- ARGV[2] -> consumer
 -- ARGV[3] -> lease in ms
 -- ARGV[4+2i], ARGV[5+2i] -> item i: id, attempt
+-- Per call: one XPENDING of the consumer's entries (see pel_of) and one XCLAIM.
 -- Returns the ids the consumer no longer holds.
 
 local k = {stream = KEYS[1], leases = KEYS[2], group = ARGV[1]}
 local consumer = ARGV[2]
 redis.call('HSET', k.leases, consumer, ARGV[3])
-local lost = {}
+local ids = {}
+for i = 4, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+local pel = pel_of(k, ids, consumer)
+local held, added = {}, {}
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]
-  local owner, count = pending(k, id)
-  local held = owner == consumer and count == tonumber(ARGV[i + 1])
-  if not held or not redis.call('XCLAIM', k.stream, k.group, consumer, 0, id, 'JUSTID')[1] then
-    lost[#lost + 1] = id
+  local p = pel[id]
+  if p and not added[id] and p[1] == consumer and p[2] == tonumber(ARGV[i + 1]) then
+    held[#held + 1] = id
+    added[id] = true
   end
+end
+local kept = {}
+for _, id in ipairs(call_ids('XCLAIM', k.stream, {k.group, consumer, 0}, held, {'JUSTID'})) do
+  kept[id] = true
+end
+local lost = {}
+for _, id in ipairs(ids) do
+  if not kept[id] then lost[#lost + 1] = id end
 end
 return lost

@@ -1,7 +1,8 @@
 -- lib.lua: helpers prepended to every script of the streams adapter (see scripts.go), after
--- internal/luakit's common.lua (now_ms). It declares no keys: every helper takes key names
--- that the calling script received in KEYS, gathered in a table k (k.stream, k.retry, ...),
--- with the group name (k.group) and the parking consumer's name (k.parked) from ARGV.
+-- internal/luakit's common.lua (now_ms, call_chunked). It declares no keys: every helper takes
+-- key names that the calling script received in KEYS, gathered in a table k (k.stream,
+-- k.retry, ...), with the group name (k.group) and the parking consumer's name (k.parked)
+-- from ARGV.
 
 -- Entry IDs are "<ms>-<seq>". Both parts are compared as decimal strings (length, then
 -- bytes), which is exact for any 64-bit value, where Lua numbers are doubles.
@@ -10,9 +11,10 @@ local function id_parts(id)
 end
 
 local function strip(s)
-  local t = string.gsub(s, '^0+', '')
-  if t == '' then return '0' end
-  return t
+  if #s == 1 or string.byte(s, 1) ~= 48 then return s end
+  local i = string.find(s, '[^0]')
+  if not i then return '0' end
+  return string.sub(s, i)
 end
 
 local function num_cmp(a, b)
@@ -22,7 +24,20 @@ local function num_cmp(a, b)
   return a < b and -1 or 1
 end
 
+-- id_less is ID order for IDs in Redis's own form (no leading zeros), found without a pattern
+-- (a hot path compares every ID of a batch): a longer millisecond part, or the same one and a
+-- longer sequence, is later, and IDs alike in both lengths compare as strings.
+local function id_less(a, b)
+  local da, db = string.find(a, '-', 1, true), string.find(b, '-', 1, true)
+  if not da or not db or da ~= db then return (da or 0) < (db or 0) end
+  if #a == #b then return a < b end
+  local ma, mb = string.sub(a, 1, da), string.sub(b, 1, db)
+  if ma ~= mb then return ma < mb end
+  return #a < #b
+end
+
 local function id_cmp(a, b)
+  if a == b then return 0 end
   local am, as = id_parts(a)
   local bm, bs = id_parts(b)
   local c = num_cmp(am, bm)
@@ -32,7 +47,7 @@ end
 
 -- The milliseconds part of an ID: the time the entry was published.
 local function id_ms(id)
-  return tonumber((id_parts(id)))
+  return tonumber(string.sub(id, 1, string.find(id, '-', 1, true) - 1))
 end
 
 -- published_at is when an entry without a delay became due: its publish time, but never
@@ -44,17 +59,40 @@ end
 
 -- The retry ZSET orders members due at the same millisecond as strings. Its members are
 -- IDs with both parts zero-padded to 20 digits, so that string order is ID order ("9" would
--- sort after "10" otherwise); pad and unpad convert.
-local function pad20(s) return string.rep('0', 20 - #s) .. s end
+-- sort after "10" otherwise); pad and unpad convert. pad splits at the dash without a
+-- pattern: it runs once per entry on hot paths, on IDs Redis gave or found pending.
+local zeros = string.rep('0', 20)
 
 local function pad(id)
-  local ms, seq = id_parts(id)
-  return pad20(ms) .. '-' .. pad20(seq)
+  local dash = string.find(id, '-', 1, true)
+  local ms, seq = string.sub(id, 1, dash - 1), string.sub(id, dash + 1)
+  return string.sub(zeros, #ms + 1) .. ms .. '-' .. string.sub(zeros, #seq + 1) .. seq
 end
 
 local function unpad(m)
-  local ms, seq = id_parts(m)
+  local dash = string.find(m, '-', 1, true)
+  local ms, seq = string.sub(m, 1, dash - 1), string.sub(m, dash + 1)
   return strip(ms) .. '-' .. strip(seq)
+end
+
+-- call_ids runs redis.call(cmd, key, head..., ids..., tail...) over ids in slices of at most
+-- 500, so that a batch costs one command per slice while unpack stays far below Lua's stack
+-- limit. It returns the elements of array replies in order, and the sum of integer replies.
+local function call_ids(cmd, key, head, ids, tail)
+  local all, sum = {}, 0
+  for i = 1, #ids, 500 do
+    local args = {}
+    for _, v in ipairs(head) do args[#args + 1] = v end
+    for j = i, math.min(i + 499, #ids) do args[#args + 1] = ids[j] end
+    for _, v in ipairs(tail or {}) do args[#args + 1] = v end
+    local r = redis.call(cmd, key, unpack(args))
+    if type(r) == 'table' then
+      for _, v in ipairs(r) do all[#all + 1] = v end
+    else
+      sum = sum + r
+    end
+  end
+  return all, sum
 end
 
 -- pending returns the consumer holding id in the group's PEL and its delivery count, or nil
@@ -65,47 +103,122 @@ local function pending(k, id)
   return r[1][2], tonumber(r[1][4])
 end
 
--- park gives id (pending in the group) to the parking consumer and schedules it in the retry
--- ZSET at score (ms). XCLAIM ... JUSTID keeps the delivery count, unless count is given
--- (RETRYCOUNT). Returns false when the entry no longer exists in the stream (Redis 7 drops it
--- from the PEL then).
-local function park(k, id, score, count)
+-- pel_of is pending for a batch: a table id -> {consumer, delivery count} of the ids that are
+-- pending in the group. One XPENDING reads the range the ids span, only consumer's entries
+-- when consumer is given, up to 2 entries per id (and 16 more); an id that read cannot settle
+-- (not found among consumer's: another consumer may hold it; or, with no consumer, beyond
+-- where the read stopped) is asked alone. So a batch that one consumer holds costs one
+-- command, whatever the PEL holds. With consumer given, the range is found with id_less,
+-- exact for IDs in Redis's form; any other ID is asked alone if the read missed it.
+local function pel_of(k, ids, consumer)
+  local out = {}
+  if #ids == 0 then return out end
+  local lo, hi = ids[1], ids[1]
+  for i = 2, #ids do
+    local id = ids[i]
+    if consumer then
+      if id_less(id, lo) then lo = id end
+      if id_less(hi, id) then hi = id end
+    elseif id_cmp(id, lo) < 0 then
+      lo = id
+    elseif id_cmp(id, hi) > 0 then
+      hi = id
+    end
+  end
+  local limit = 2 * #ids + 16
   local r
-  if count then
-    r = redis.call('XCLAIM', k.stream, k.group, k.parked, 0, id, 'RETRYCOUNT', count, 'JUSTID')
+  if consumer then
+    r = redis.pcall('XPENDING', k.stream, k.group, lo, hi, limit, consumer)
   else
-    r = redis.call('XCLAIM', k.stream, k.group, k.parked, 0, id, 'JUSTID')
+    r = redis.pcall('XPENDING', k.stream, k.group, lo, hi, limit)
   end
-  redis.call('ZREM', k.pending, id)
-  if not r[1] then return false end
-  redis.call('ZADD', k.retry, score, pad(id))
-  return true
+  if type(r) ~= 'table' or r.err then
+    -- No group, or an ID Redis cannot parse: ask each, which settles both.
+    if not consumer then return out end
+    r = {}
+  end
+  for _, e in ipairs(r) do out[e[1]] = {e[2], tonumber(e[4])} end
+  local reached = hi
+  if #r >= limit then reached = r[#r][1] end
+  for _, id in ipairs(ids) do
+    if not out[id] and (consumer or id_cmp(id, reached) > 0) then
+      local owner, count = pending(k, id)
+      if owner then out[id] = {owner, count} end
+    end
+  end
+  return out
 end
 
--- bury moves id (pending in the group) to the group's dead-letter stream, atomically with its
--- XACK: a record of id, reason, attempts, dead-at, topic and group, followed by the entry's own
--- fields (none if the entry was trimmed away). k.dead_refs counts, per ID, the groups that
--- keep it as a dead letter, so that delete-on-ack keeps the entry for a requeue.
-local function bury(k, id, attempts, reason, now)
-  local rec = {'_relq_id', id, '_relq_reason', reason, '_relq_attempts', attempts,
-    '_relq_dead_at', now, '_relq_topic', k.topic, '_relq_group', k.group}
-  local e = redis.call('XRANGE', k.stream, id, id)
-  if e[1] then
-    for _, v in ipairs(e[1][2]) do rec[#rec + 1] = v end
+-- park gives ids (pending in the group) to the parking consumer and schedules each in the
+-- retry ZSET, ids[i] at scores[i] (ms): one XCLAIM ... JUSTID and one ZADD per 500. XCLAIM
+-- keeps the delivery counts, unless count is given (RETRYCOUNT). An entry no longer in the
+-- stream is not scheduled (Redis 7 drops it from the PEL then). Callers drop the ids from
+-- pending_at. Returns how many were parked.
+local function park(k, ids, scores, count)
+  if #ids == 0 then return 0 end
+  local tail = {'JUSTID'}
+  if count then tail = {'RETRYCOUNT', count, 'JUSTID'} end
+  local claimed = call_ids('XCLAIM', k.stream, {k.group, k.parked, 0}, ids, tail)
+  local got = {}
+  for _, id in ipairs(claimed) do got[id] = true end
+  local z = {}
+  for i, id in ipairs(ids) do
+    if got[id] then
+      z[#z + 1] = scores[i]
+      z[#z + 1] = pad(id)
+    end
   end
-  local dl = redis.call('XADD', k.dead, '*', unpack(rec))
-  redis.call('HSET', k.dead_index, id, dl)
-  redis.call('HINCRBY', k.dead_refs, id, 1)
-  redis.call('XACK', k.stream, k.group, id)
-  redis.call('ZREM', k.retry, pad(id))
-  redis.call('ZREM', k.pending, id)
+  if #z > 0 then call_chunked('ZADD', k.retry, z, 2) end
+  return #z / 2
 end
 
--- unref drops one group's dead-letter reference to id.
-local function unref(k, id)
-  if redis.call('HINCRBY', k.dead_refs, id, -1) <= 0 then
-    redis.call('HDEL', k.dead_refs, id)
+-- bury moves items (pending in the group, held by a consumer, not parked), each {id,
+-- attempts, reason}, to the group's dead-letter stream, atomically with their XACK: per item
+-- a record of id, reason, attempts, dead-at, topic and group, followed by the entry's own
+-- fields (none if the entry was trimmed away); per batch the dead_index, dead_order and
+-- XACK writes. k.dead_refs counts, per ID, the groups that keep it as a dead letter, so that
+-- delete-on-ack keeps the entry for a requeue. Callers drop the ids from pending_at.
+local function bury(k, items, now)
+  if #items == 0 then return end
+  local index, order, ids = {}, {}, {}
+  for _, it in ipairs(items) do
+    local id = it[1]
+    local rec = {'_relq_id', id, '_relq_reason', it[3], '_relq_attempts', it[2],
+      '_relq_dead_at', now, '_relq_topic', k.topic, '_relq_group', k.group}
+    local e = redis.call('XRANGE', k.stream, id, id)
+    if e[1] then
+      for _, v in ipairs(e[1][2]) do rec[#rec + 1] = v end
+    end
+    local dl = redis.call('XADD', k.dead, '*', unpack(rec))
+    redis.call('HINCRBY', k.dead_refs, id, 1)
+    index[#index + 1] = id
+    index[#index + 1] = dl
+    order[#order + 1] = 0
+    order[#order + 1] = pad(dl)
+    ids[#ids + 1] = id
   end
+  call_chunked('HSET', k.dead_index, index, 2)
+  call_chunked('ZADD', k.dead_order, order, 2)
+  call_ids('XACK', k.stream, {k.group}, ids)
+end
+
+-- forget removes dead letters, each {id, dead-letter entry id}, from the group's dead-letter
+-- stream and its dead_index and dead_order, and drops the group's dead-letter reference to
+-- each id (k.dead_refs).
+local function forget(k, dls)
+  if #dls == 0 then return end
+  local ids, entries, members = {}, {}, {}
+  for _, d in ipairs(dls) do
+    ids[#ids + 1] = d[1]
+    entries[#entries + 1] = d[2]
+    members[#members + 1] = pad(d[2])
+    if redis.call('HINCRBY', k.dead_refs, d[1], -1) <= 0 then
+      redis.call('HDEL', k.dead_refs, d[1])
+    end
+  end
+  call_ids('XDEL', k.dead, {}, entries)
+  call_ids('HDEL', k.dead_index, {}, ids)
+  call_ids('ZREM', k.dead_order, {}, members)
 end
 
 -- create_group creates k.group at start ('0': every retained entry; '$': new ones only),
@@ -138,28 +251,46 @@ local function groups_of(k)
   return out
 end
 
--- unneeded reports whether no group needs id any more (delete-on-ack): every group has read
--- it, none holds it pending (parked retries included), and none keeps it as a dead letter.
-local function unneeded(k, id, groups)
-  if redis.call('HEXISTS', k.dead_refs, id) == 1 then return false end
-  for _, g in ipairs(groups) do
-    if id_cmp(id, g.last) > 0 then return false end
-    if redis.call('XPENDING', k.stream, g.name, id, id, 1)[1] then return false end
+-- unneeded returns those of ids that no group needs any more (delete-on-ack): every group of
+-- groups has read them, none holds them pending (parked retries included), and no group keeps
+-- them as a dead letter. Per batch: one HMGET when any dead letter is referenced, and one
+-- pel_of per group.
+local function unneeded(k, ids, groups)
+  local left = ids
+  if redis.call('EXISTS', k.dead_refs) == 1 then
+    local refs = call_ids('HMGET', k.dead_refs, {}, ids)
+    left = {}
+    for i, id in ipairs(ids) do
+      if not refs[i] then left[#left + 1] = id end
+    end
   end
-  return true
+  for _, g in ipairs(groups) do
+    local read = {}
+    for _, id in ipairs(left) do
+      if id_cmp(id, g.last) <= 0 then read[#read + 1] = id end
+    end
+    local pel = pel_of({stream = k.stream, group = g.name}, read)
+    left = {}
+    for _, id in ipairs(read) do
+      if not pel[id] then left[#left + 1] = id end
+    end
+  end
+  return left
 end
 
--- xdel deletes ids from the stream in bounded calls.
+-- xdel deletes ids from the stream, one XDEL per 500.
 local function xdel(k, ids)
-  for i = 1, #ids, 1000 do
-    redis.call('XDEL', k.stream, unpack(ids, i, math.min(i + 999, #ids)))
-  end
+  call_ids('XDEL', k.stream, {}, ids)
 end
 
 -- Delayed publishes keep their due time in the topic's delayed ZSET until long after it
 -- passed, so that a group reading them late still orders them by due time; then they go.
 local delayed_horizon_ms = 3600000
 
+-- prune_delayed drops due times past the horizon and returns how many delayed entries are
+-- left: 0 means no entry needs a ZSCORE.
 local function prune_delayed(k, now)
-  redis.call('ZREMRANGEBYSCORE', k.delayed, '-inf', '(' .. (now - delayed_horizon_ms))
+  local n = redis.call('ZCARD', k.delayed)
+  if n == 0 then return 0 end
+  return n - redis.call('ZREMRANGEBYSCORE', k.delayed, '-inf', '(' .. (now - delayed_horizon_ms))
 end

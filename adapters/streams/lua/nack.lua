@@ -15,41 +15,62 @@
 -- KEYS[5] -> dead (STREAM) the group's dead letters
 -- KEYS[6] -> dead_index (HASH id -> dead-letter entry id) the group's
 -- KEYS[7] -> dead_refs (HASH) the topic's
+-- KEYS[8] -> dead_order (ZSET) the group's dead letters in order, for paging
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer nacking
 -- ARGV[3] -> the parking consumer's name
 -- ARGV[4] -> max deliveries (0: no limit)
 -- ARGV[5] -> topic (recorded with dead letters)
 -- ARGV[6+5i .. 10+5i] -> item i: id, attempt, delay ms, mode (0 retry, 1 dead-letter, 2 release), reason
+-- Per call: one XPENDING of the consumer's entries (see pel_of), one XCLAIM for the retries
+-- and one per attempt among the releases, one ZADD of schedules, one ZREM of pending_at; a
+-- dead letter costs its own XRANGE and XADD.
 -- Returns {requeued, dead_lettered, stale}.
 
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
-  dead = KEYS[5], dead_index = KEYS[6], dead_refs = KEYS[7], group = ARGV[1], parked = ARGV[3],
-  topic = ARGV[5]}
+  dead = KEYS[5], dead_index = KEYS[6], dead_refs = KEYS[7], dead_order = KEYS[8],
+  group = ARGV[1], parked = ARGV[3], topic = ARGV[5]}
 local consumer, max = ARGV[2], tonumber(ARGV[4])
 local now = now_ms()
-local requeued, buried, stale, nacked = 0, 0, 0, 0
+local ids = {}
+for i = 6, #ARGV, 5 do ids[#ids + 1] = ARGV[i] end
+local pel = pel_of(k, ids, consumer)
+
+local stale, nacked = 0, 0
+local held, seen = {}, {}
+local retry_ids, retry_at = {}, {}
+local releases = {} -- attempt - 1 -> {ids, scores}
+local dead = {}
 for i = 6, #ARGV, 5 do
   local id, attempt, delay, mode, reason = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3], ARGV[i + 4]
-  local owner, count = pending(k, id)
-  if owner ~= consumer or count ~= attempt then
+  local p = pel[id]
+  if seen[id] or not p or p[1] ~= consumer or p[2] ~= attempt then
     stale = stale + 1
-  elseif mode == '2' then
-    park(k, id, published_at(id, now), attempt - 1)
-    requeued = requeued + 1
   else
-    nacked = nacked + 1
-    if mode == '1' or (max > 0 and attempt >= max) then
-      if reason == '' then reason = 'nacked after ' .. attempt .. ' attempts' end
-      bury(k, id, attempt, reason, now)
-      buried = buried + 1
+    seen[id] = true
+    held[#held + 1] = id
+    if mode == '2' then
+      local r = releases[attempt - 1] or {{}, {}}
+      releases[attempt - 1] = r
+      r[1][#r[1] + 1] = id
+      r[2][#r[2] + 1] = published_at(id, now)
     else
-      park(k, id, now + delay)
-      requeued = requeued + 1
+      nacked = nacked + 1
+      if mode == '1' or (max > 0 and attempt >= max) then
+        if reason == '' then reason = 'nacked after ' .. attempt .. ' attempts' end
+        dead[#dead + 1] = {id, attempt, reason}
+      else
+        retry_ids[#retry_ids + 1] = id
+        retry_at[#retry_at + 1] = now + delay
+      end
     end
   end
 end
+park(k, retry_ids, retry_at)
+for count, r in pairs(releases) do park(k, r[1], r[2], count) end
+bury(k, dead, now)
+call_ids('ZREM', k.pending, {}, held)
 if nacked > 0 then redis.call('HINCRBY', k.counters, 'nacked', nacked) end
-if buried > 0 then redis.call('HINCRBY', k.counters, 'dead_lettered', buried) end
+if #dead > 0 then redis.call('HINCRBY', k.counters, 'dead_lettered', #dead) end
 if stale > 0 then redis.call('HINCRBY', k.counters, 'stale_nacks', stale) end
-return {requeued, buried, stale}
+return {#held - #dead, #dead, stale}

@@ -4,8 +4,8 @@
 -- the default group is created first, from the oldest entry, so nothing published is dropped.
 -- The first entry gets an automatic ID ("<ms>-<seq>"); the others get the same ms and the
 -- following seqs, so the batch shares one publish time, which delays count from: a delayed
--- message's due time (ms + delay) goes to the topic's delayed ZSET, and readers park it until
--- then.
+-- message's due time (ms + delay) goes to the topic's delayed ZSET (one ZADD per call), and
+-- readers park it until then.
 --
 -- KEYS[1] -> stream (STREAM)
 -- KEYS[2] -> published (STRING) the topic's publish counter
@@ -37,7 +37,7 @@ local f = tonumber(ARGV[4])
 local first = 5 + f
 local per = 1 + f
 local n = (#ARGV - first + 1) / per
-local ids = {}
+local ids, due = {}, {}
 local ms, seq
 for j = 0, n - 1 do
   local a = first + j * per
@@ -60,9 +60,11 @@ for j = 0, n - 1 do
   ids[#ids + 1] = id
   local delay = tonumber(ARGV[a])
   if delay > 0 then
-    redis.call('ZADD', k.delayed, tonumber(ms) + delay, id)
+    due[#due + 1] = tonumber(ms) + delay
+    due[#due + 1] = id
   end
 end
+if #due > 0 then call_chunked('ZADD', k.delayed, due, 2) end
 redis.call('INCRBY', k.published, n)
 
 if ARGV[2] == 'MAXLEN' then

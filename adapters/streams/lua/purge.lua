@@ -5,29 +5,24 @@
 -- KEYS[2] -> dead (STREAM) the group's dead letters
 -- KEYS[3] -> dead_index (HASH) the group's
 -- KEYS[4] -> dead_refs (HASH) the topic's
+-- KEYS[5] -> dead_order (ZSET) the group's dead letters in order, for paging
 -- ARGV[1] -> N
 -- ARGV[2] -> '1': delete entries once every group is done with them
 -- Returns the number deleted.
 
-local k = {stream = KEYS[1], dead = KEYS[2], dead_index = KEYS[3], dead_refs = KEYS[4]}
+local k = {stream = KEYS[1], dead = KEYS[2], dead_index = KEYS[3], dead_refs = KEYS[4],
+  dead_order = KEYS[5]}
 local page = redis.call('XRANGE', k.dead, '-', '+', 'COUNT', ARGV[1])
-local ids = {}
+local dls, ids = {}, {}
 for _, e in ipairs(page) do
-  local id = e[2][2]
-  redis.call('XDEL', k.dead, e[1])
-  redis.call('HDEL', k.dead_index, id)
-  unref(k, id)
-  ids[#ids + 1] = id
+  dls[#dls + 1] = {e[2][2], e[1]}
+  ids[#ids + 1] = e[2][2]
 end
+forget(k, dls)
 if ARGV[2] == '1' and #ids > 0 then
-  local groups = groups_of(k)
-  local gone = {}
-  for _, id in ipairs(ids) do
-    if unneeded(k, id, groups) then gone[#gone + 1] = id end
-  end
-  xdel(k, gone)
+  xdel(k, unneeded(k, ids, groups_of(k)))
 end
 if redis.call('XLEN', k.dead) == 0 then
-  redis.call('DEL', k.dead, k.dead_index)
+  redis.call('DEL', k.dead, k.dead_index, k.dead_order)
 end
 return #page

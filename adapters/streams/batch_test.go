@@ -1,0 +1,151 @@
+package streams
+
+import (
+	"testing"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+// Ack, Nack and Extend look up a batch with one XPENDING of the caller's entries and ask the
+// PEL alone about what that read cannot settle: IDs held by another consumer or parked, IDs
+// not pending, IDs Redis cannot parse, and duplicates all come out as one by one would.
+func TestSettleBatchesMixHeldStaleUnknownAndInvalidIDs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	published := e.Publish("t", "1", "2", "3", "4", "5", "6")
+	mine := e.Claim("t", "g", "c", 3)
+	theirs := e.Claim("t", "g", "other", 2)
+	parked := theirs[1]
+	e.Nack("t", "g", "other", 0, pubsub.NackItem{ID: parked.ID, Attempt: 1, Delay: time.Hour})
+	unknown := pubsub.Delivery{ID: "1-1", Attempt: 1}
+	invalid := pubsub.Delivery{ID: "nope", Attempt: 1}
+
+	lost := e.Extend("t", "g", "c", invalid, mine[0], theirs[0], unknown, mine[0], parked)
+	require.Equal(t, []string{"nope", theirs[0].ID, "1-1", parked.ID}, lost)
+
+	res := e.Nack("t", "g", "c", 0,
+		pubsub.NackItem{ID: "nope", Attempt: 1},
+		pubsub.NackItem{ID: mine[1].ID, Attempt: 1, Delay: time.Hour},
+		pubsub.NackItem{ID: mine[1].ID, Attempt: 1, Delay: time.Hour},
+		pubsub.NackItem{ID: theirs[0].ID, Attempt: 1},
+		pubsub.NackItem{ID: mine[2].ID, Attempt: 2})
+	require.Equal(t, pubsub.NackResult{Requeued: 1, Stale: 4}, res)
+	require.Equal(t, map[string]pel{published[0]: {"c", 1}, published[1]: {ParkedConsumer, 1}, published[2]: {"c", 1},
+		published[3]: {"other", 1}, published[4]: {ParkedConsumer, 1}}, e.pel("t", "g"))
+
+	// Acked from any holder: the parked one loses its schedule, the others had none.
+	ack := e.Ack("t", "g", "c", invalid, mine[0], mine[0], theirs[0], unknown, parked, mine[2])
+	require.Equal(t, pubsub.AckResult{Acked: 4, Stale: 5}, ack)
+	require.Equal(t, map[string]pel{published[1]: {ParkedConsumer, 1}}, e.pel("t", "g"))
+	require.Equal(t, []string{published[1]}, keysOf(e.retry("t", "g")))
+	require.Empty(t, e.ZMembers(k.pendingAt))
+	require.Equal(t, pubsub.Counters{Published: 6, Claimed: 5, Acked: 4, Nacked: 2, StaleAcks: 5, StaleNacks: 4},
+		e.Stats("t", "g").Counters)
+}
+
+// A consumer holding more entries than one XPENDING of a batch reads: the IDs beyond are
+// asked alone, and every one is settled.
+func TestSettleBatchOfAConsumerHoldingMany(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	e.Publish("t", payloads("x", 300)...)
+	ds := e.Claim("t", "g", "c", 300)
+	require.Len(t, ds, 300)
+	last := ds[len(ds)-5:]
+	require.Empty(t, e.Extend("t", "g", "c", last...))
+	require.Equal(t, pubsub.AckResult{Acked: 5}, e.Ack("t", "g", "c", last...))
+	spread := []pubsub.Delivery{ds[0], ds[150], ds[290]}
+	require.Equal(t, pubsub.NackResult{Requeued: 3}, e.Nack("t", "g", "c", 0,
+		pubsub.NackItem{ID: spread[0].ID, Attempt: 1}, pubsub.NackItem{ID: spread[1].ID, Attempt: 1},
+		pubsub.NackItem{ID: spread[2].ID, Attempt: 1}))
+	require.Equal(t, counts{Ready: 3, Pending: 292}, e.counts("t", "g"))
+}
+
+// Due retries of different attempts are claimed together (one XCLAIM per attempt count).
+func TestClaimTakesRetriesOfDifferentAttemptsTogether(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	published := e.Publish("t", "a", "b", "c")
+	nack := func(d pubsub.Delivery) {
+		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
+	}
+	ds := e.Claim("t", "g", "c", 3)
+	nack(ds[0])
+	nack(ds[1])
+	nack(e.Claim("t", "g", "c", 1)[0]) // a again: its attempt 2
+	got := map[string]int{}
+	for _, d := range e.Claim("t", "g", "c", 3) {
+		got[d.ID] = d.Attempt
+	}
+	require.Equal(t, map[string]int{published[0]: 3, published[1]: 2}, got, "both retries, c is held")
+	require.Equal(t, map[string]pel{published[0]: {"c", 3}, published[1]: {"c", 2}, published[2]: {"c", 1}}, e.pel("t", "g"))
+	require.Empty(t, e.retry("t", "g"))
+}
+
+// NextExpiry: the earliest lease still pending after the call, its holder's lease less its
+// idle time; 1ms when the call stopped at its Count; zero with nothing pending.
+func TestReclaimReportsTheNextLeaseExpiry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	e.Publish("t", "a", "b", "c")
+	e.ClaimLease("t", "g", "quick", 1, 400*time.Millisecond)
+	held := e.ClaimLease("t", "g", "slow", 1, time.Hour)
+	res := e.ReclaimLease("t", "g", 0, time.Hour)
+	require.Equal(t, pubsub.ReclaimResult{}, withoutExpiry(res))
+	require.LessOrEqual(t, res.NextExpiry, 400*time.Millisecond, "quick's lease expires first")
+	require.Positive(t, res.NextExpiry)
+
+	time.Sleep(res.NextExpiry + 20*time.Millisecond)
+	res = e.ReclaimLease("t", "g", 0, time.Hour)
+	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, withoutExpiry(res))
+	requireExpiryNear(t, time.Hour, res, "slow's lease is left")
+
+	e.Ack("t", "g", "slow", held...)
+	require.Equal(t, pubsub.ReclaimResult{}, e.ReclaimLease("t", "g", 0, time.Hour), "only parked entries: nothing to expire")
+
+	// Two expired, one handled per call: the next is due at once.
+	e.ClaimLease("t", "g", "quick", 2, 10*time.Millisecond)
+	time.Sleep(30 * time.Millisecond)
+	res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: 1})
+	require.NoError(t, err)
+	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, res)
+}
+
+// A consumer holding more than reclaimWindow entries has its expired ones found by XPENDING
+// ... IDLE, and its next expiry read from its first entries.
+func TestReclaimOfAConsumerHoldingMoreThanTheWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	n := reclaimWindow + 50
+	e.Publish("t", payloads("x", n)...)
+	e.ClaimLease("t", "g", "many", n, 20*time.Millisecond)
+	e.Publish("t", "y")
+	e.ClaimLease("t", "g", "one", 1, time.Hour)
+	time.Sleep(40 * time.Millisecond)
+	res := e.ReclaimLease("t", "g", 0, time.Hour)
+	require.Equal(t, pubsub.ReclaimResult{Reclaimed: n}, withoutExpiry(res))
+	requireExpiryNear(t, time.Hour, res, "one's lease is left")
+	require.Equal(t, counts{Ready: int64(n), Pending: 1}, e.counts("t", "g"))
+
+	held := e.ClaimLease("t", "g", "many", n, time.Hour)
+	require.Len(t, held, n)
+	res = e.ReclaimLease("t", "g", 0, time.Hour)
+	require.Equal(t, pubsub.ReclaimResult{}, withoutExpiry(res))
+	requireExpiryNear(t, time.Hour, res, "")
+}
+
+func keysOf(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
