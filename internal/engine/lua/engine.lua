@@ -96,7 +96,8 @@ local function lease(k, ids, extras, consumer, now, deadline, out)
   local n = #ids
   if n == 0 then return 0 end
   local bodies = redis.call('HMGET', k.bodies, unpack(ids))
-  local tries = redis.call('HMGET', k.retries, unpack(ids))
+  local tries = {} -- most messages are first deliveries: no retries HASH to read then
+  if redis.call('EXISTS', k.retries) == 1 then tries = redis.call('HMGET', k.retries, unpack(ids)) end
   local z, s, h, retried = {}, {}, {}, {}
   local head, tail = consumer .. ':', ':' .. ms(now) .. ':'
   local got, o = 0, #out
