@@ -15,10 +15,11 @@ import (
 // Each topic with work has one leader: the call that sends the topic's next Backend.Publish.
 // A call that finds no leader becomes it and sends at once, so an idle publisher adds no
 // latency and there is no timer. A call that finds one queues its validated messages and
-// waits. When the leader's round trip returns, it gives each call of that flush its outcome
-// and makes the first call still queued the next leader, which sends everything queued (up to
-// the bounds below) in one call. A leader sends one flush only, so no Publish waits for more
-// than the flush in flight and its own.
+// waits. A leader starts the round trip on a goroutine of its own and then waits for its
+// outcome like any other call; when the round trip returns, that goroutine gives each call of
+// the flush its outcome and makes the first call still queued the next leader, which sends
+// everything queued (up to the bounds below) in one call. A leader sends one flush only, so no
+// Publish waits for more than the flush in flight and its own.
 //
 // One flush per topic is in flight at a time and the queue is in call order, so the messages
 // of a call are contiguous in the topic and calls are stored in the order they queued.
@@ -97,36 +98,39 @@ func (p *Publisher) await(topic string, c *publishCall) error {
 	}
 }
 
-// flush sends the topic's next flush, which c leads as the head of the queue, hands each
-// call of it its outcome and passes the lead on.
+// flush starts the topic's next flush, which c leads as the head of the queue: the round trip
+// runs on a goroutine of its own, which hands each call of it its outcome and passes the lead
+// on, so that c waits for its outcome like any other call and can give up when its context
+// ends (Close waits for that goroutine).
 func (p *Publisher) flush(topic string, c *publishCall) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	q := p.topics[topic]
 	if err := c.ctx.Err(); err != nil {
 		// c gave up before sending: the next call leads, and c returns at once.
 		p.drop(q, c, publishError(topic, c, err))
 		p.handoff(topic, q)
-		p.mu.Unlock()
 		return
 	}
 	batch, n := p.take(topic, q)
-	p.mu.Unlock()
-
-	var publishErr, waitErr error
-	if len(batch) > 0 {
-		publishErr, waitErr = p.send(topic, batch, n)
-	}
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, b := range batch {
-		err := waitErr
-		if publishErr != nil {
-			err = publishError(topic, b, publishErr)
+	p.sends.Add(1)
+	go func() {
+		defer p.sends.Done()
+		var publishErr, waitErr error
+		if len(batch) > 0 {
+			publishErr, waitErr = p.send(topic, batch, n)
 		}
-		p.finish(b, err)
-	}
-	p.handoff(topic, q)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, b := range batch {
+			err := waitErr
+			if publishErr != nil {
+				err = publishError(topic, b, publishErr)
+			}
+			p.finish(b, err)
+		}
+		p.handoff(topic, q)
+	}()
 }
 
 // take removes from q the calls of the next flush: from the head, in call order, up to the

@@ -387,6 +387,35 @@ func TestPublishCommitCancelWhileSent(t *testing.T) {
 	require.Equal(t, []string{"a-0", "lead-0", "sent-0"}, b.payloads())
 }
 
+// The leader of a shared flush is a caller like the others: when its context ends while the
+// flush is on its way, it returns at once, and the flush still completes for the rest.
+func TestPublishCommitLeaderReturnsWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	b := newMemPublish(0, 1)
+	p := newCommitPublisher(t, b)
+	bg := context.Background()
+
+	a := publishAsync(p, "t", msgs(bg, "a", 1)...)
+	b.waitStarted(t, 0)
+	ctx, cancel := context.WithCancel(bg)
+	lead := publishAsync(p, "t", msgs(ctx, "lead", 1)...)
+	waitQueued(t, p, "t", 1)
+	other := publishAsync(p, "t", msgs(bg, "other", 1)...)
+	waitQueued(t, p, "t", 2)
+	b.release(0)
+	b.waitStarted(t, 1) // lead sends lead-0 and other-0 together; call 1 is held
+
+	cancel()
+	err := lead.result(t)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, err.Error(), "may be stored")
+
+	b.release(1)
+	require.NoError(t, a.result(t))
+	require.NoError(t, other.result(t))
+	require.Equal(t, []string{"a-0", "lead-0", "other-0"}, b.payloads())
+}
+
 // The flush of several calls ends at the latest of their deadlines, not at the leader's.
 func TestCommitContext(t *testing.T) {
 	t.Parallel()

@@ -51,6 +51,7 @@ type Publisher struct {
 	closed bool
 	topics map[string]*topicQueue // topics with a flush in flight or calls queued
 	calls  sync.WaitGroup         // Publish calls accepted and not yet returned: Close waits
+	sends  sync.WaitGroup         // flushes on their way to Redis: Close waits for them too
 }
 
 var _ message.Publisher = (*Publisher)(nil)
@@ -142,6 +143,7 @@ func (p *Publisher) Close() error {
 	p.closed = true
 	p.mu.Unlock()
 	p.calls.Wait()
+	p.sends.Wait()
 	return nil
 }
 

@@ -1,6 +1,10 @@
 package backendkit
 
-import "github.com/relq/relq/pubsub"
+import (
+	"fmt"
+
+	"github.com/relq/relq/pubsub"
+)
 
 // ValidatePrefix checks Options.Prefix, which goes inside every key's hash tag, as a name. The
 // error is a *pubsub.ConfigError for the field Prefix that also matches the name error's
@@ -12,10 +16,15 @@ func ValidatePrefix(prefix string) error {
 	return nil
 }
 
-// ValidateBatchSize checks Options.BatchSize after defaults: at least 1.
+// BatchSizeMax bounds Options.BatchSize: a script passes a batch's ids to one command with
+// Lua's unpack, which fails past about 8,000 values, and a script that fails half way keeps
+// the writes it made.
+const BatchSizeMax = 4096
+
+// ValidateBatchSize checks Options.BatchSize after defaults: from 1 to BatchSizeMax.
 func ValidateBatchSize(n int) error {
-	if n < 1 {
-		return &pubsub.ConfigError{Field: "BatchSize", Reason: "must be at least 1"}
+	if n < 1 || n > BatchSizeMax {
+		return &pubsub.ConfigError{Field: "BatchSize", Reason: fmt.Sprintf("must be from 1 to %d", BatchSizeMax)}
 	}
 	return nil
 }

@@ -8,13 +8,13 @@ import (
 )
 
 // DeadLetters reads one page of the group's dead letters, oldest first, in one read-only
-// script (O(log N + page)). An entry that cannot be decoded comes back with its bytes in Raw.
+// script (O(log N + page)); a page holds at most BatchSize. An entry that cannot be decoded comes back with its bytes in Raw.
 func (e *Engine) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) ([]pubsub.DeadLetter, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return nil, err
 	}
 	flat, err := e.run(ctx, "deadletters", e.Keys(p.Topic, p.Group).all,
-		max(p.Offset, 0), backendkit.DeadLettersCount(p.Count)).Slice()
+		max(p.Offset, 0), min(backendkit.DeadLettersCount(p.Count), e.store.BatchSize)).Slice()
 	if err != nil {
 		return nil, err
 	}

@@ -102,3 +102,82 @@ func TestRegistryRejectsAForeignGroupName(t *testing.T) {
 	require.ErrorContains(t, err, "list: registered group: ")
 	require.Equal(t, []string{"a", "b"}, e.Cached("t"), "a rejected registry is not cached")
 }
+
+// A resend that finds its lane record after another process registered a group answers with
+// the caller's own registry version, so the caller does not take the new version for its old
+// groups: its next publish reaches the new group too.
+func TestAResendDoesNotHideANewGroup(t *testing.T) {
+	t.Parallel()
+	c, prefix := adaptertest.Server(t)
+	for _, name := range []string{"list", "zset"} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			open := func() *engine.Engine {
+				if name == "list" {
+					b, err := list.New(c, list.Options{Prefix: prefix + name})
+					require.NoError(t, err)
+					return b.Engine
+				}
+				b, err := zset.New(c, zset.Options{Prefix: prefix + name})
+				require.NoError(t, err)
+				return b.Engine
+			}
+			a, other := open(), open()
+			require.NoError(t, a.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "a"}))
+			p := &pubsub.PublishParams{Topic: "t", Messages: messages("x")}
+			first, err := a.PublishOn(ctx, p, 0, "1")
+			require.NoError(t, err)
+			require.NoError(t, other.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "b"}))
+
+			again, err := a.PublishOn(ctx, p, 0, "1") // the client resends the first call
+			require.NoError(t, err)
+			require.Equal(t, first, again)
+			_, err = a.PublishOn(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("y")}, 0, "2")
+			require.NoError(t, err)
+			for group, want := range map[string]int64{"a": 2, "b": 1} {
+				st, err := a.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: group})
+				require.NoError(t, err)
+				require.Equal(t, want, st.Ready, "group %s", group)
+			}
+		})
+	}
+}
+
+// Groups whose registry lost its version (meta deleted by hand, or lost in a failover) still
+// receive what is published: the publish gives the registry a version and routes by it,
+// instead of registering the default group alone.
+func TestARegistryWithoutAVersionStillRoutes(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			for _, g := range []string{"a", "b"} {
+				require.NoError(t, e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: g}))
+			}
+			require.NoError(t, e.Client().HDel(ctx, e.Keys("t", "a").Meta(), "ver").Err())
+			require.NoError(t, e.Remember("t", []any{"0"}), "a process that knows no registry yet")
+			_, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("x")})
+			require.NoError(t, err)
+			groups, err := e.Groups(ctx, "t")
+			require.NoError(t, err)
+			require.Equal(t, []string{"a", "b"}, groups, "no default group registered")
+			for _, g := range groups {
+				st, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: g})
+				require.NoError(t, err)
+				require.EqualValues(t, 1, st.Ready, "group %s", g)
+			}
+		})
+	}
+}
+
+// BatchSize is bounded: a script hands a batch's ids to one command, which Lua cannot do
+// past about 8,000 values.
+func TestBatchSizeIsBounded(t *testing.T) {
+	t.Parallel()
+	c, prefix := adaptertest.Server(t)
+	_, err := list.New(c, list.Options{Prefix: prefix, BatchSize: 5000})
+	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	require.ErrorContains(t, err, "BatchSize must be from 1 to 4096")
+	_, err = zset.New(c, zset.Options{Prefix: prefix, BatchSize: 4096})
+	require.NoError(t, err)
+}

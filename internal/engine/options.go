@@ -22,8 +22,9 @@ type Options struct {
 	// BatchSize bounds how many ids one script call handles: messages per claim, acks, nacks
 	// and extensions per call (larger batches take several), delayed messages promoted per
 	// claim, leases checked per Reclaim without a Count, dead letters requeued or purged per
-	// round trip. It keeps each script short, since a script blocks Redis while it runs.
-	// Defaults to BatchSizeDefault (1000).
+	// round trip, dead letters per page. It keeps each script short, since a script blocks
+	// Redis while it runs. At most backendkit.BatchSizeMax (4096). Defaults to
+	// BatchSizeDefault (1000).
 	BatchSize int
 }
 

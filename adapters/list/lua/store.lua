@@ -85,16 +85,17 @@ end
 -- back; a delayed retry in delayed.
 local function store_back(k, items, now)
   local front, back, delayed = {}, {}, {}
-  for i = #items, 1, -1 do
+  for i = #items, 1, -1 do -- the first item ends up nearest the consume end
     local it = items[i]
     if it.kind == 'delay' then
       delayed[#delayed + 1] = it.due
       delayed[#delayed + 1] = it.id
-    elseif it.kind == 'requeue' then
-      table.insert(back, 1, entry(it.id, now))
-    else
+    elseif it.kind ~= 'requeue' then
       front[#front + 1] = entry(it.id, now)
     end
+  end
+  for _, it in ipairs(items) do -- LPUSH in order: the first requeued is claimed first of them
+    if it.kind == 'requeue' then back[#back + 1] = entry(it.id, now) end
   end
   if #front > 0 then call_chunked('RPUSH', k.ready, front, 1) end
   if #back > 0 then call_chunked('LPUSH', k.ready, back, 1) end

@@ -152,16 +152,18 @@ local function unref(k, ids)
   if redis.call('EXISTS', k.refs) == 1 then
     last = {}
     local counts = redis.call('HMGET', k.refs, unpack(ids))
-    local gone = {}
+    local fewer, gone = {}, {}
     for i, id in ipairs(ids) do
       local n = tonumber(counts[i] or '1')
       if n > 1 then
-        redis.call('HINCRBY', k.refs, id, -1)
+        fewer[#fewer + 1] = id
+        fewer[#fewer + 1] = n - 1
       else
         last[#last + 1] = id
         if counts[i] then gone[#gone + 1] = id end
       end
     end
+    if #fewer > 0 then call_chunked('HSET', k.refs, fewer, 2) end
     if #gone > 0 then call_chunked('HDEL', k.refs, gone, 1) end
   end
   if #last > 0 then call_chunked('HDEL', k.bodies, last, 1) end

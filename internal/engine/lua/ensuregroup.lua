@@ -9,7 +9,8 @@
 
 local meta = redis.call('HMGET', KEYS[1], 'layout', 'seq', 'ver')
 check_layout(meta[1])
-if not meta[3] and redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
+-- Every time, not only for a new topic: an old build still running writes layout-1 keys.
+if redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
 local ver = meta[3] or '0'
 -- A group already registered writes nothing, so re-registering works on a full Redis.
 if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 0 then

@@ -32,12 +32,24 @@ local meta = redis.call('HMGET', KEYS[1], unpack(fields))
 local ver, seq, lane = meta[1], tonumber(meta[2] or '0'), meta[3]
 if lane then
   local token, last = string.match(lane, '^(.*):(%d+)$')
-  if token == ARGV[4] then return {1, tonumber(last), ver} end
+  -- The caller's own version: the registry may have changed since the call first ran, and
+  -- the caller must not take the new version for the groups it routed to.
+  if token == ARGV[4] then return {1, tonumber(last), ARGV[2]} end
 end
 check_layout(meta[4])
 local registered = {}
 if not ver then
   if redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
+  local groups = redis.call('HKEYS', KEYS[4])
+  if #groups > 0 then
+    -- Groups without a version (meta lost in a failover or deleted by hand): give the
+    -- registry a version and let the caller route by it; nothing is stored yet.
+    ver = new_version()
+    redis.call('HSET', KEYS[1], 'ver', ver, 'layout', LAYOUT)
+    local reply = {0, ver}
+    for _, g in ipairs(groups) do reply[#reply + 1] = g end
+    return reply
+  end
   if G ~= 1 or ARGV[6] ~= ARGV[1] or ARGV[2] ~= '0' then
     return {0, '0'}
   end

@@ -14,7 +14,17 @@
 local k = keys_at(TOPIC_KEYS + 1)
 local max, n = tonumber(ARGV[1]), tonumber(ARGV[3])
 local now = now_ms()
-local expired = redis.call('ZRANGE', k.pending, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, n)
+-- Earliest deadline first; leases of one claim or heartbeat share a deadline, and ZSET
+-- orders those by member bytes ("10" before "9"), so they are put back in id order.
+local found = redis.call('ZRANGE', k.pending, '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, n, 'WITHSCORES')
+local order = {}
+for i = 1, #found, 2 do order[#order + 1] = {id = found[i], at = tonumber(found[i + 1]), n = tonumber(found[i]) or 0} end
+table.sort(order, function(a, b)
+  if a.at ~= b.at then return a.at < b.at end
+  return a.n < b.n
+end)
+local expired = {}
+for i, o in ipairs(order) do expired[i] = o.id end
 local recs = read_records(k, expired)
 local back, dead = {}, {}
 for i, id in ipairs(expired) do
