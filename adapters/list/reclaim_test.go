@@ -1,6 +1,7 @@
 package list
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -168,4 +169,22 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 	require.Equal(t, 2, res.Reclaimed)
 	require.Equal(t, []string{"2", "1"}, e.readyIDs(e.gk("t", "g").ready), "earliest deadline at the consume end")
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Reclaimed)
+}
+
+// Leases that expire together come back in id order, so one consumer still sees FIFO after a
+// reclaim: a claim gives its whole batch one deadline, and the pending ZSET orders equal
+// deadlines by member bytes ("10" before "9").
+func TestLeasesThatExpireTogetherComeBackInOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	var payloads []string
+	for i := 1; i <= 12; i++ {
+		payloads = append(payloads, fmt.Sprint(i))
+	}
+	e.Publish("t", payloads...)
+	ds := e.ClaimLease("t", "g", "dead", 12, 50*time.Millisecond)
+	require.Len(t, ds, 12)
+	require.Eventually(t, func() bool { return e.Reclaim("t", "g", 0).Reclaimed == 12 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, payloads, adaptertest.Payloads(e.Claim("t", "g", "live", 12)))
 }
