@@ -124,16 +124,15 @@ type costMeter struct {
 // the last measurement's clean-up (closing connections) to finish.
 const settleTime = 100 * time.Millisecond
 
-// startCost waits until the lazy frees of earlier measurements' keys are done (UNLINK frees
-// big values on a background thread, whose CPU counts) and then settleTime, and takes the
-// "before" reading. It reads twice: the growth of cmdstat_info between the two is the cost
-// of one INFO all.
-func startCost(ctx context.Context, c *redis.Client) (*costMeter, error) {
+// settle waits until the lazy frees of earlier measurements' keys are done (UNLINK frees
+// big values on a background thread, whose CPU counts and which competes for the cores), at
+// most a minute, and then settleTime.
+func settle(ctx context.Context, c *redis.Client) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		s, err := readCounters(ctx, c)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if s.lazyfreePending == 0 || time.Now().After(deadline) {
 			break
@@ -141,6 +140,15 @@ func startCost(ctx context.Context, c *redis.Client) (*costMeter, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(settleTime)
+	return nil
+}
+
+// startCost settles (settle) and takes the "before" reading. It reads twice: the growth of
+// cmdstat_info between the two is the cost of one INFO all.
+func startCost(ctx context.Context, c *redis.Client) (*costMeter, error) {
+	if err := settle(ctx, c); err != nil {
+		return nil, err
+	}
 	first, err := readCounters(ctx, c)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,12 @@
 // on a group holding many messages (SLOWLOG), and redis-benchmark's LPUSH rate as the
 // physical reference. Report.Goals judges the project's targets on those figures.
 //
+// The machine's speed drifts by tens of percent over minutes, so the figures that feed ratios
+// and targets (publish, consume+ack, end-to-end, their Redis costs) are measured in
+// Config.Rounds interleaved rounds, each measuring a figure for every target back to back in
+// a rotating order; a figure is the median of its rounds and a ratio the median of the
+// per-round ratios (see rounds.go). The reference runs before and after the rounds.
+//
 // Every measurement works under its own key prefix (relq) or stream (the baseline) and
 // deletes its keys when it ends. Nothing here asserts speed: the figures are for reading,
 // best as ratios, since absolute rates depend on the machine. Several figures read

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,8 +19,12 @@ const referenceKey = "mylist"
 
 // Reference is the physical reference: what Redis itself does on this server.
 type Reference struct {
-	// LPUSHPerSec is redis-benchmark's LPUSH rate; nil when it did not run.
+	// LPUSHPerSec is redis-benchmark's LPUSH rate, the one targets are judged on; nil when
+	// it did not run. In a Report it is the median of Runs (for two runs, their mean).
 	LPUSHPerSec *float64 `json:"lpush_per_sec"`
+	// Runs are the rates of each run, in order: in a Report, the run before the interleaved
+	// rounds and the one after them.
+	Runs []float64 `json:"lpush_per_sec_runs,omitempty"`
 	// Command is the command line that ran (without a password).
 	Command string `json:"command"`
 	// Note says why the reference is missing, when it is.
@@ -77,5 +82,35 @@ func MeasureReference(ctx context.Context, c *redis.Client, cfg Config) (Referen
 	if err != nil {
 		return Reference{}, err
 	}
-	return Reference{LPUSHPerSec: &rate, Command: shown}, nil
+	return Reference{LPUSHPerSec: &rate, Runs: []float64{rate}, Command: shown}, nil
+}
+
+// combineReferences merges runs of the reference taken at different times (Run: before and
+// after the rounds) into one whose rate is the median of theirs: for two runs, their mean.
+// The machine drifts between them, and the rounds whose batch publish is compared with the
+// reference lie between them, so the mean is the best guess of the reference over those
+// rounds. The lower of the two would flatter relq by the very drift the rounds are there to
+// remove (and the higher would penalise it as much). Runs that did not happen (a note) are
+// left out; when none ran, the result has no rate and the notes.
+func combineReferences(refs ...Reference) Reference {
+	var out Reference
+	var notes []string
+	for _, r := range refs {
+		if r.LPUSHPerSec == nil {
+			if r.Note != "" && !slices.Contains(notes, r.Note) {
+				notes = append(notes, r.Note)
+			}
+			continue
+		}
+		out.Runs = append(out.Runs, *r.LPUSHPerSec)
+		if out.Command == "" {
+			out.Command = r.Command
+		}
+	}
+	out.Note = strings.Join(notes, "; ")
+	if len(out.Runs) > 0 {
+		m := median(out.Runs)
+		out.LPUSHPerSec = &m
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +19,11 @@ type Report struct {
 	CPUs      int    `json:"cpus"`
 	GoVersion string `json:"go_version"`
 	Config    Config `json:"config"`
-	// Reference is redis-benchmark's LPUSH rate on the same server.
+	// Reference is redis-benchmark's LPUSH rate on the same server, run before and after the
+	// rounds.
 	Reference Reference `json:"reference"`
+	// RoundOrders are the targets' order in each round of the interleaved figures.
+	RoundOrders [][]string `json:"round_orders"`
 	// Targets are the relq backends and, last, the baseline.
 	Targets []TargetReport `json:"targets"`
 	// Goals are the project's targets, judged on Targets.
@@ -29,10 +31,15 @@ type Report struct {
 	WallSeconds float64 `json:"wall_seconds"`
 }
 
-// TargetReport holds every figure of one target.
+// TargetReport holds every figure of one target. The figures that feed ratios and targets
+// (publish, consume+ack, end-to-end; their Redis costs) are medians over Config.Rounds
+// interleaved rounds, each round's value in Rounds; the others are measured once.
 type TargetReport struct {
 	Name     string `json:"name"`
 	Baseline bool   `json:"baseline"`
+	// Rounds holds every round's value of each figure measured in rounds, by key
+	// (RoundPublishSingle, RoundEndToEnd(4), ...).
+	Rounds map[string]RoundValues `json:"rounds"`
 	// PublishSinglePerSec: messages/s, one message per Publish call.
 	PublishSinglePerSec float64 `json:"publish_single_per_sec"`
 	// PublishBatchPerSec: messages/s, BatchSize messages per Publish call.
@@ -71,6 +78,11 @@ type TargetReport struct {
 
 // Run measures every target and the reference, one measurement at a time so that none
 // disturbs another, and reports progress to cfg.Progress. server describes the Redis.
+//
+// The order: redis-benchmark; cfg.Rounds interleaved rounds of the figures that feed ratios
+// and targets (runRounds); redis-benchmark again, so that its two runs bracket the rounds;
+// then, target by target, the figures measured once (latency, lateness, recovery, memory,
+// idle cost, scale).
 func Run(ctx context.Context, c *redis.Client, server string, cfg Config) (*Report, error) {
 	cfg = cfg.WithDefaults()
 	start := time.Now()
@@ -78,27 +90,50 @@ func Run(ctx context.Context, c *redis.Client, server string, cfg Config) (*Repo
 	progress := func(format string, args ...any) {
 		fmt.Fprintf(cfg.Progress, "[%5.1fs] "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
 	}
-
-	progress("reference: redis-benchmark -P 16 -t lpush -n %d", cfg.ReferenceRequests)
-	refCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	ref, err := MeasureReference(refCtx, c, cfg)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
-	}
-	rep.Reference = ref
-	if ref.LPUSHPerSec != nil {
-		progress("reference: LPUSH %.0f/s", *ref.LPUSHPerSec)
-	} else {
-		progress("reference: %s", ref.Note)
-	}
-
-	for _, t := range Targets() {
-		tr, err := runTarget(ctx, c, t, cfg, progress)
+	reference := func(when string) (Reference, error) {
+		progress("reference, %s: redis-benchmark -P 16 -t lpush -n %d", when, cfg.ReferenceRequests)
+		if err := settle(ctx, c); err != nil {
+			return Reference{}, err
+		}
+		refCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		ref, err := MeasureReference(refCtx, c, cfg)
+		cancel()
 		if err != nil {
+			return Reference{}, fmt.Errorf("reference, %s: %w", when, err)
+		}
+		if ref.LPUSHPerSec != nil {
+			progress("reference, %s: LPUSH %.0f/s", when, *ref.LPUSHPerSec)
+		} else {
+			progress("reference, %s: %s", when, ref.Note)
+		}
+		return ref, nil
+	}
+
+	first, err := reference("start")
+	if err != nil {
+		return nil, err
+	}
+	targets := Targets()
+	for _, t := range targets {
+		rep.Targets = append(rep.Targets, TargetReport{Name: t.Name, Baseline: t.Baseline(),
+			EndToEndPerSec: map[string]float64{}, EndToEndConcurrentPerSec: map[string]float64{}})
+	}
+	progress("%d interleaved round(s) of publish, consume+ack and end-to-end, every target back to back per figure", cfg.Rounds)
+	if err := runRounds(ctx, c, targets, rep, cfg, progress); err != nil {
+		return nil, err
+	}
+	last, err := reference("end")
+	if err != nil {
+		return nil, err
+	}
+	rep.Reference = combineReferences(first, last)
+	if rep.Reference.LPUSHPerSec != nil {
+		progress("reference: %.0f/s, the median of the runs before and after the rounds", *rep.Reference.LPUSHPerSec)
+	}
+	for i, t := range targets {
+		if err := runOnce(ctx, c, t, &rep.Targets[i], cfg, progress); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		rep.Targets = append(rep.Targets, tr)
 	}
 	rep.Goals = rep.judge()
 	rep.WallSeconds = time.Since(start).Seconds()
@@ -106,52 +141,11 @@ func Run(ctx context.Context, c *redis.Client, server string, cfg Config) (*Repo
 	return rep, nil
 }
 
-func runTarget(ctx context.Context, c *redis.Client, t Target, cfg Config, progress func(string, ...any)) (TargetReport, error) {
-	tr := TargetReport{Name: t.Name, Baseline: t.Baseline(), EndToEndPerSec: map[string]float64{},
-		EndToEndConcurrentPerSec: map[string]float64{}}
-	progress("%s: publish, %d messages one per call", t.Name, cfg.PublishMessages)
-	single, err := MeasurePublish(ctx, c, t, cfg, 1)
-	if err != nil {
-		return tr, err
-	}
-	tr.PublishSinglePerSec, tr.PublishSingleRedis = single.PerSec, single.Redis
-	progress("%s: publish %.0f/s, Redis %.1fµs and %.2f commands per message; batched, %d messages %d per call",
-		t.Name, single.PerSec, single.Redis.CPUMicrosPerMessage, single.Redis.CommandsPerMessage, cfg.BatchMessages, cfg.BatchSize)
-	batch, err := MeasurePublish(ctx, c, t, cfg, cfg.BatchSize)
-	if err != nil {
-		return tr, err
-	}
-	tr.PublishBatchPerSec, tr.PublishBatchRedis = batch.PerSec, batch.Redis
-	progress("%s: batched publish %.0f/s, Redis %.2fµs and %.2f commands per message", t.Name,
-		batch.PerSec, batch.Redis.CPUMicrosPerMessage, batch.Redis.CommandsPerMessage)
-	if tr.PublishConcurrent, err = MeasurePublishConcurrent(ctx, c, t, cfg); err != nil {
-		return tr, err
-	}
-	progress("%s: publish from %d goroutines, one per call, %d messages: %.0f/s, Redis %.1fµs per message", t.Name,
-		cfg.PublishGoroutines, cfg.PublishConcurrentMessages, tr.PublishConcurrent.PerSec, tr.PublishConcurrent.Redis.CPUMicrosPerMessage)
-	if tr.Consume, err = MeasureConsume(ctx, c, t, cfg); err != nil {
-		return tr, err
-	}
-	progress("%s: consume+ack, %d messages, %d subscribers: %.0f/s, Redis %.1fµs and %.2f commands per message", t.Name,
-		cfg.ConsumeMessages, cfg.ConsumeSubscribers, tr.Consume.PerSec, tr.Consume.Redis.CPUMicrosPerMessage, tr.Consume.Redis.CommandsPerMessage)
-	for _, n := range cfg.EndToEndSubscribers {
-		rate, err := MeasureEndToEnd(ctx, c, t, cfg, n)
-		if err != nil {
-			return tr, err
-		}
-		tr.EndToEndPerSec[strconv.Itoa(n)] = rate
-		progress("%s: end-to-end, %d messages, %d subscribers: %.0f/s", t.Name, cfg.EndToEndMessages, n, rate)
-	}
-	for _, n := range cfg.EndToEndSubscribers {
-		rate, err := MeasureEndToEndConcurrent(ctx, c, t, cfg, n)
-		if err != nil {
-			return tr, err
-		}
-		tr.EndToEndConcurrentPerSec[strconv.Itoa(n)] = rate
-		progress("%s: end-to-end while publishing, %d messages, %d subscribers: %.0f/s", t.Name, cfg.EndToEndMessages, n, rate)
-	}
+// runOnce measures the figures of one target that are measured once, not in rounds.
+func runOnce(ctx context.Context, c *redis.Client, t Target, tr *TargetReport, cfg Config, progress func(string, ...any)) error {
+	var err error
 	if tr.PickupLatencyMS, err = MeasurePickupLatency(ctx, c, t, cfg); err != nil {
-		return tr, err
+		return err
 	}
 	progress("%s: pickup latency at %d/s: p50 %.2fms p99 %.2fms max %.2fms", t.Name, cfg.LatencyRate,
 		tr.PickupLatencyMS.P50, tr.PickupLatencyMS.P99, tr.PickupLatencyMS.Max)
@@ -164,33 +158,33 @@ func runTarget(ctx context.Context, c *redis.Client, t Target, cfg Config, progr
 		}
 		progress("%s: lateness: %s", t.Name, tr.DelayNote)
 	case err != nil:
-		return tr, err
+		return err
 	default:
 		tr.DelayLatenessMS = &late
 		progress("%s: lateness of %d delayed messages: p50 %.2fms p99 %.2fms (from the Publish call)",
 			t.Name, cfg.DelayMessages, late.Upper.P50, late.Upper.P99)
 	}
 	if tr.Recovery, err = MeasureRecovery(ctx, c, t, cfg); err != nil {
-		return tr, err
+		return err
 	}
 	progress("%s: recovery %.0fms (%.0fms after the %.0fms lease; %s)", t.Name,
 		tr.Recovery.TotalMS, tr.Recovery.AfterLeaseMS, tr.Recovery.LeaseMS, tr.Recovery.Scan)
 	if tr.MemoryBytesPerMessage, err = MeasureMemory(ctx, c, t, cfg); err != nil {
-		return tr, err
+		return err
 	}
 	progress("%s: memory %.0f bytes per queued message (%d queued)", t.Name, tr.MemoryBytesPerMessage, cfg.MemoryMessages)
 	if tr.Idle, err = MeasureIdleCommands(ctx, c, t, cfg); err != nil {
-		return tr, err
+		return err
 	}
 	progress("%s: idle subscriber: sends %.1f commands/s, Redis runs %.1f/s", t.Name, tr.Idle.SentPerSec, tr.Idle.RedisPerSec)
 	if cfg.SkipScale || t.Baseline() {
-		return tr, nil
+		return nil
 	}
 	progress("%s: scale: %d in flight, %d delayed, %d dead letters, %d topics", t.Name,
 		cfg.ScaleInFlight, cfg.ScaleDelayed, cfg.ScaleDeadLetters, cfg.ScaleTopics)
 	sc, err := MeasureScale(ctx, c, t, cfg)
 	if err != nil {
-		return tr, err
+		return err
 	}
 	tr.Scale = &sc
 	if sc.Note != "" {
@@ -199,5 +193,5 @@ func runTarget(ctx context.Context, c *redis.Client, t Target, cfg Config, progr
 		progress("%s: scale: filled in %.0fs; slowest call %dµs (%s: %s)", t.Name, sc.FillSeconds,
 			sc.Slowest.Micros, sc.Slowest.Op, strings.Join(sc.Slowest.Command, " "))
 	}
-	return tr, nil
+	return nil
 }

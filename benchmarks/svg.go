@@ -42,6 +42,9 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">relq bench: relq backends vs watermill-redisstream (grey)</text>`+"\n")
 	sub := fmt.Sprintf("%d CPUs, payload %d bytes", r.CPUs, r.Config.PayloadBytes)
+	if rounds := max(r.Config.Rounds, len(r.RoundOrders)); rounds > 1 {
+		sub += fmt.Sprintf("; msg/s: medians of %d interleaved rounds", rounds)
+	}
 	if r.Reference.LPUSHPerSec != nil {
 		sub += fmt.Sprintf("; redis-benchmark LPUSH -P 16: %s/s", number(*r.Reference.LPUSHPerSec))
 	}

@@ -22,10 +22,51 @@ func (r *Report) baseline() *TargetReport {
 type row struct {
 	label string
 	unit  string
-	// get returns the figure and whether the target has it.
+	// get returns the figure and whether the target has it (for a figure measured in
+	// rounds, the median).
 	get func(*TargetReport) (float64, bool)
+	// rounds returns the figure's per-round values, for a figure measured in rounds; nil
+	// otherwise.
+	rounds func(*TargetReport) []float64
 	// ofReference shows the figure as a share of redis-benchmark's LPUSH rate.
 	ofReference bool
+}
+
+// Per-round values of a figure measured in rounds.
+func perSecRounds(key string) func(*TargetReport) []float64 {
+	return func(t *TargetReport) []float64 { return t.Rounds[key].PerSec }
+}
+func cpuRounds(key string) func(*TargetReport) []float64 {
+	return func(t *TargetReport) []float64 { return t.Rounds[key].CPUMicrosPerMessage }
+}
+func commandRounds(key string) func(*TargetReport) []float64 {
+	return func(t *TargetReport) []float64 { return t.Rounds[key].CommandsPerMessage }
+}
+
+// ratioOf is t's figure over base's: when both have per-round values, the median of the
+// per-round ratios with their spread (medianRatio); otherwise (a figure measured once, or a
+// report without rounds) the plain ratio of the two figures, as one round.
+func ratioOf(t, base *TargetReport, get func(*TargetReport) (float64, bool), rounds func(*TargetReport) []float64) (Spread, bool) {
+	if rounds != nil {
+		if tr, br := rounds(t), rounds(base); len(tr) > 0 && len(br) > 0 {
+			return medianRatio(tr, br)
+		}
+	}
+	v, ok := get(t)
+	bv, bok := get(base)
+	if !ok || !bok || bv <= 0 || v < 0 {
+		return Spread{}, false
+	}
+	return spreadOf([]float64{v / bv})
+}
+
+// ratioText prints a ratio as "×0.62", with the per-round spread when there is more than
+// one round: "×0.62 (0.58–0.70)".
+func ratioText(s Spread) string {
+	if len(s.Rounds) > 1 {
+		return fmt.Sprintf("×%.2f (%.2f–%.2f)", s.Median, s.Low, s.High)
+	}
+	return fmt.Sprintf("×%.2f", s.Median)
 }
 
 func rows(r *Report) []row {
@@ -45,37 +86,41 @@ func rows(r *Report) []row {
 	concurrent := fmt.Sprintf("publish, 1 per call, %d goroutines", cfg.PublishGoroutines)
 	consume := fmt.Sprintf("consume+ack, %d subs × %d", cfg.ConsumeSubscribers, cfg.ConsumeConcurrency)
 	rs := []row{
-		{label: "publish, 1 per call", unit: "msg/s", get: always(func(t *TargetReport) float64 { return t.PublishSinglePerSec })},
-		{label: batch, unit: "msg/s", ofReference: true,
+		{label: "publish, 1 per call", unit: "msg/s", rounds: perSecRounds(RoundPublishSingle),
+			get: always(func(t *TargetReport) float64 { return t.PublishSinglePerSec })},
+		{label: batch, unit: "msg/s", ofReference: true, rounds: perSecRounds(RoundPublishBatch),
 			get: always(func(t *TargetReport) float64 { return t.PublishBatchPerSec })},
-		{label: concurrent, unit: "msg/s", get: always(func(t *TargetReport) float64 { return t.PublishConcurrent.PerSec })},
-		{label: consume, unit: "msg/s", get: always(func(t *TargetReport) float64 { return t.Consume.PerSec })},
+		{label: concurrent, unit: "msg/s", rounds: perSecRounds(RoundPublishConcurrent),
+			get: always(func(t *TargetReport) float64 { return t.PublishConcurrent.PerSec })},
+		{label: consume, unit: "msg/s", rounds: perSecRounds(RoundConsume),
+			get: always(func(t *TargetReport) float64 { return t.Consume.PerSec })},
 	}
 	costs := []struct {
-		label string
-		get   func(*TargetReport) RedisCost
+		label, key string
+		get        func(*TargetReport) RedisCost
 	}{
-		{"publish, 1 per call", func(t *TargetReport) RedisCost { return t.PublishSingleRedis }},
-		{batch, func(t *TargetReport) RedisCost { return t.PublishBatchRedis }},
-		{fmt.Sprintf("publish, %d goroutines", cfg.PublishGoroutines), func(t *TargetReport) RedisCost { return t.PublishConcurrent.Redis }},
-		{consume, func(t *TargetReport) RedisCost { return t.Consume.Redis }},
+		{"publish, 1 per call", RoundPublishSingle, func(t *TargetReport) RedisCost { return t.PublishSingleRedis }},
+		{batch, RoundPublishBatch, func(t *TargetReport) RedisCost { return t.PublishBatchRedis }},
+		{fmt.Sprintf("publish, %d goroutines", cfg.PublishGoroutines), RoundPublishConcurrent,
+			func(t *TargetReport) RedisCost { return t.PublishConcurrent.Redis }},
+		{consume, RoundConsume, func(t *TargetReport) RedisCost { return t.Consume.Redis }},
 	}
 	for _, c := range costs {
-		rs = append(rs, row{label: "Redis CPU: " + c.label, unit: "µs/msg",
+		rs = append(rs, row{label: "Redis CPU: " + c.label, unit: "µs/msg", rounds: cpuRounds(c.key),
 			get: always(func(t *TargetReport) float64 { return c.get(t).CPUMicrosPerMessage })})
 	}
 	for _, c := range costs {
-		rs = append(rs, row{label: "Redis cmds: " + c.label, unit: "cmd/msg",
+		rs = append(rs, row{label: "Redis cmds: " + c.label, unit: "cmd/msg", rounds: commandRounds(c.key),
 			get: always(func(t *TargetReport) float64 { return c.get(t).CommandsPerMessage })})
 	}
 	for _, n := range r.Config.EndToEndSubscribers {
 		key := fmt.Sprint(n)
-		rs = append(rs, row{label: fmt.Sprintf("end-to-end, %d subscriber(s)", n), unit: "msg/s",
+		rs = append(rs, row{label: fmt.Sprintf("end-to-end, %d subscriber(s)", n), unit: "msg/s", rounds: perSecRounds(RoundEndToEnd(n)),
 			get: func(t *TargetReport) (float64, bool) { v, ok := t.EndToEndPerSec[key]; return v, ok }})
 	}
 	for _, n := range r.Config.EndToEndSubscribers {
 		key := fmt.Sprint(n)
-		rs = append(rs, row{label: fmt.Sprintf("e2e while publishing, %d sub(s)", n), unit: "msg/s",
+		rs = append(rs, row{label: fmt.Sprintf("e2e while publishing, %d sub(s)", n), unit: "msg/s", rounds: perSecRounds(RoundEndToEndConcurrent(n)),
 			get: func(t *TargetReport) (float64, bool) { v, ok := t.EndToEndConcurrentPerSec[key]; return v, ok }})
 	}
 	return append(rs,
@@ -131,12 +176,16 @@ func number(v float64) string {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "relq bench: %s\n", r.Server)
 	fmt.Fprintf(w, "%d CPUs, %s, payload %d bytes, %.0fs\n", r.CPUs, r.GoVersion, r.Config.PayloadBytes, r.WallSeconds)
-	if r.Reference.LPUSHPerSec != nil {
-		fmt.Fprintf(w, "reference: redis-benchmark LPUSH -P 16: %s/s\n", number(*r.Reference.LPUSHPerSec))
+	r.writeReference(w)
+	rounds := max(r.Config.Rounds, len(r.RoundOrders))
+	if rounds > 1 {
+		fmt.Fprintf(w, "publish, consume+ack and end-to-end (and their Redis costs): the median of %d interleaved rounds; each round measured\n", rounds)
+		fmt.Fprintln(w, "  a figure for every target back to back, in a rotating order; the other figures: measured once")
+		fmt.Fprintln(w, "(×N (lo–hi): the median over the rounds of the figure divided by redisstream's in the same round, and the lowest and")
+		fmt.Fprintln(w, "  highest of those per-round ratios; ×N alone: one measurement each; higher is better for msg/s, lower for the rest)")
 	} else {
-		fmt.Fprintf(w, "reference: %s\n", r.Reference.Note)
+		fmt.Fprintln(w, "(×N: the figure divided by redisstream's; higher is better for msg/s, lower for the rest)")
 	}
-	fmt.Fprintln(w, "(×N: the figure divided by redisstream's; higher is better for msg/s, lower for the rest)")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
 	fmt.Fprint(tw, "figure\tunit\t")
@@ -157,8 +206,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			cell := "n/a"
 			if ok {
 				cell = number(v)
-				if !t.Baseline && bok && bv != 0 && v >= 0 && bv > 0 {
-					cell += fmt.Sprintf(" (×%.2f)", v/bv)
+				if !t.Baseline && bok && bv > 0 && v >= 0 {
+					if s, ok := ratioOf(t, base, rw.get, rw.rounds); ok {
+						cell += " " + ratioText(s)
+					}
 				}
 				if rw.ofReference && r.Reference.LPUSHPerSec != nil {
 					cell += fmt.Sprintf(" %.0f%%ref", 100*v / *r.Reference.LPUSHPerSec)
@@ -218,6 +269,30 @@ func (r *Report) WriteTable(w io.Writer) error {
 		return err
 	}
 	return r.writeGoals(w)
+}
+
+// writeReference prints the reference line: the rate targets are judged on and, when it
+// ran more than once, each run.
+func (r *Report) writeReference(w io.Writer) {
+	ref := r.Reference
+	if ref.LPUSHPerSec == nil {
+		fmt.Fprintf(w, "reference: %s\n", ref.Note)
+		return
+	}
+	fmt.Fprintf(w, "reference: redis-benchmark LPUSH -P 16: %s/s", number(*ref.LPUSHPerSec))
+	if len(ref.Runs) == 2 {
+		fmt.Fprintf(w, ", the mean of %s before the rounds and %s after them", number(ref.Runs[0]), number(ref.Runs[1]))
+	} else if len(ref.Runs) > 2 {
+		runs := make([]string, len(ref.Runs))
+		for i, v := range ref.Runs {
+			runs[i] = number(v)
+		}
+		fmt.Fprintf(w, ", the median of %s", strings.Join(runs, ", "))
+	}
+	if ref.Note != "" {
+		fmt.Fprintf(w, " (%s)", ref.Note)
+	}
+	fmt.Fprintln(w)
 }
 
 // writeBreakdown prints, for each target, the commands of one cost figure, most frequent first.
@@ -322,7 +397,12 @@ func (r *Report) writeGoals(w io.Writer) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "targets (read, not asserted: one run on a shared machine is noisy)")
+	if rounds := max(r.Config.Rounds, len(r.RoundOrders)); rounds > 1 {
+		fmt.Fprintf(w, "targets (read, not asserted): judged on the median of %d rounds, met only if the median meets the target;\n", rounds)
+		fmt.Fprintln(w, "  (lo–hi) is the spread of the per-round figures, so a range across the target means the verdict could go either way")
+	} else {
+		fmt.Fprintln(w, "targets (read, not asserted: one run on a shared machine is noisy)")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.Debug)
 	fmt.Fprint(tw, "figure\ttarget\t")
 	for _, res := range goals[0].Results {

@@ -18,6 +18,7 @@ type benchOptions struct {
 	svg      string
 	quick    bool
 	scale    bool
+	rounds   int
 }
 
 func newBenchCommand(env Env) *cobra.Command {
@@ -37,8 +38,19 @@ physical reference.
 
 For publishing and consume+ack it also reports what Redis spent per message: CPU (INFO cpu)
 and commands run (INFO commandstats, the commands inside scripts included), by command in
---json. The scale phase (--scale, on by default) builds, per relq backend, 100,000 messages
-in flight, 1,000,000 delayed, 100,000 dead letters and 10,000 topics, runs every hot and
+--json.
+
+The machine's speed drifts, so the figures that feed ratios and targets (publish,
+consume+ack, end-to-end, and their Redis costs) are measured in interleaved rounds (--rounds,
+3 by default): a round measures one figure for every target back to back, in an order that
+rotates from round to round. The table gives each figure's median and, next to each ratio to
+redisstream, the lowest and highest per-round ratio, e.g. "×0.62 (0.58–0.70)"; a ratio is the
+median of the per-round ratios, and a target counts as met only if the median meets it.
+--json has every round's value. redis-benchmark runs before and after the rounds; the
+batched-publish target is judged on the mean of the two.
+
+The scale phase (--scale, on by default) builds, per relq backend, 100,000 messages in
+flight, 1,000,000 delayed, 100,000 dead letters and 10,000 topics, runs every hot and
 periodic path and reports the slowest single Redis call of each (SLOWLOG). The last section
 judges the project's targets on the figures.
 
@@ -48,9 +60,10 @@ else a private redis-server found on PATH. The embedded miniredis the demo falls
 refused: it says nothing about Redis's speed.
 
 Every measurement uses its own key prefix (relqbench-...) or stream and deletes its keys.
-Progress goes to stderr; the table (or --json) to stdout. The default run takes about five
-minutes on two cores, half of it the scale phase (--scale=false leaves it out); --quick is a
-small run for tests whose figures mean little.`,
+Progress goes to stderr; the table (or --json) to stdout. The default run takes about three
+minutes on two idle cores (up to about six on a busy machine), half of it the rounds and a
+sixth the scale phase (--scale=false leaves it out); --quick is a small run of one round,
+for tests, whose figures mean little.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			from := "--redis-url"
@@ -80,6 +93,9 @@ small run for tests whose figures mean little.`,
 				cfg = benchmarks.QuickConfig()
 			}
 			cfg.SkipScale = !opts.scale
+			if opts.rounds > 0 {
+				cfg.Rounds = opts.rounds
+			}
 			cfg.Progress = env.Err
 			if path, err := lookPath("redis-benchmark"); err == nil {
 				cfg.RedisBenchmark = path
@@ -112,6 +128,7 @@ small run for tests whose figures mean little.`,
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the report as JSON instead of a table")
 	cmd.Flags().StringVar(&opts.svg, "svg", "", "also write an SVG bar chart of throughput and latency to this file")
 	cmd.Flags().BoolVar(&opts.quick, "quick", false, "a small, fast run (for tests; figures mean little)")
+	cmd.Flags().IntVar(&opts.rounds, "rounds", 0, "interleaved rounds of the publish, consume+ack and end-to-end figures (default 3; 1 with --quick)")
 	cmd.Flags().BoolVar(&opts.scale, "scale", true, "run the scale phase: the slowest Redis call of each path on a big group (relq backends)")
 	return cmd
 }

@@ -36,9 +36,13 @@ func TestBenchQuickJSONHasEveryFigure(t *testing.T) {
 	ref := rep["reference"].(map[string]any)
 	if _, err := exec.LookPath("redis-benchmark"); err == nil {
 		require.Greater(t, ref["lpush_per_sec"], 0.0, "reference: %v", ref)
+		require.Len(t, ref["lpush_per_sec_runs"], 2, "reference: one run before the rounds, one after: %v", ref)
 	} else {
 		require.NotEmpty(t, ref["note"])
 	}
+
+	require.Equal(t, 1.0, rep["config"].(map[string]any)["rounds"], "--quick makes one round")
+	require.Len(t, rep["round_orders"], 1)
 
 	targets := rep["targets"].([]any)
 	names := map[string]bool{}
@@ -68,6 +72,7 @@ func TestBenchQuickJSONHasEveryFigure(t *testing.T) {
 		require.IsType(t, 0.0, idle["sent_per_sec"], name)
 		require.IsType(t, 0.0, idle["redis_per_sec"], name)
 		requireCosts(t, name, tr)
+		requireRounds(t, name, tr)
 		if name == "redisstream" {
 			require.Nil(t, tr["scale"], "the scale phase drives relq backends only")
 		} else {
@@ -123,6 +128,29 @@ func requireCosts(t *testing.T, name string, tr map[string]any) {
 	}
 	require.Greater(t, tr["publish_concurrent"].(map[string]any)["per_sec"], 0.0, name)
 	require.Greater(t, tr["consume"].(map[string]any)["per_sec"], 0.0, name)
+}
+
+// requireRounds checks that every figure measured in rounds has its one round (--quick),
+// equal to the figure reported.
+func requireRounds(t *testing.T, name string, tr map[string]any) {
+	t.Helper()
+	rounds := tr["rounds"].(map[string]any)
+	perSec := func(key string) float64 {
+		rv := rounds[key].(map[string]any)
+		vs := rv["per_sec"].([]any)
+		require.Len(t, vs, 1, "%s %s", name, key)
+		return vs[0].(float64)
+	}
+	require.Equal(t, tr["publish_single_per_sec"], perSec("publish_single"), name)
+	require.Equal(t, tr["publish_batch_per_sec"], perSec("publish_batch"), name)
+	require.Equal(t, tr["publish_concurrent"].(map[string]any)["per_sec"], perSec("publish_concurrent"), name)
+	require.Equal(t, tr["consume"].(map[string]any)["per_sec"], perSec("consume"), name)
+	cpu := rounds["consume"].(map[string]any)["cpu_us_per_msg"].([]any)
+	require.Equal(t, tr["consume"].(map[string]any)["redis"].(map[string]any)["cpu_us_per_msg"], cpu[0], name)
+	for _, n := range []string{"1", "4", "16"} {
+		require.Equal(t, tr["end_to_end_per_sec"].(map[string]any)[n], perSec("end_to_end/"+n), "%s %s", name, n)
+		require.Equal(t, tr["end_to_end_concurrent_per_sec"].(map[string]any)[n], perSec("end_to_end_concurrent/"+n), "%s %s", name, n)
+	}
 }
 
 // requireScale checks that a relq backend's scale phase reports a slowest call for each path
