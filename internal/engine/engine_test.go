@@ -181,3 +181,27 @@ func TestBatchSizeIsBounded(t *testing.T) {
 	_, err = zset.New(c, zset.Options{Prefix: prefix, BatchSize: 4096})
 	require.NoError(t, err)
 }
+
+// A process that dies leaves its publish lanes' records in meta; a new process's first call on
+// a lane sweeps those idle for an hour, and keeps the others.
+func TestIdleLaneRecordsAreSwept(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			_, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("x")})
+			require.NoError(t, err)
+			meta := e.Keys("t", "g").Meta()
+			hour := time.Hour.Milliseconds()
+			now := time.Now().UnixMilli()
+			require.NoError(t, e.Client().HSet(ctx, meta,
+				"p:dead:0", fmt.Sprintf("5:9:%d", now-2*hour), "p:live:0", fmt.Sprintf("5:9:%d", now)).Err())
+
+			_, err = e.PublishOn(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("y")}, 7, "1")
+			require.NoError(t, err)
+			fields := e.Client().HKeys(ctx, meta).Val()
+			require.NotContains(t, fields, "p:dead:0", "idle for two hours: swept")
+			require.Contains(t, fields, "p:live:0")
+		})
+	}
+}

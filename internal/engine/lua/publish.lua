@@ -8,7 +8,8 @@
 -- A resent call (the client lost the reply and sent it again) stores nothing twice: each
 -- call of one Backend runs on a lane, a meta field that holds "token:last" of the lane's last
 -- call; a lane runs one call at a time, so a resend finds its own token there and returns the
--- same IDs. The record is a field of meta, written by the same HSET that advances seq.
+-- same IDs. The record ("token:last:ms") is a field of meta, written by the same HSET that
+-- advances seq.
 --
 -- KEYS[1..5] -> the topic's meta (HASH: seq, ver, layout, lanes, wake marks), bodies (HASH id
 --   -> envelope), refs (HASH id -> groups holding it, only for fan-out), registry (HASH group
@@ -31,7 +32,7 @@ for g = 1, G do fields[#fields + 1] = 'w:' .. ARGV[5 + g] end
 local meta = redis.call('HMGET', KEYS[1], unpack(fields))
 local ver, seq, lane = meta[1], tonumber(meta[2] or '0'), meta[3]
 if lane then
-  local token, last = string.match(lane, '^(.*):(%d+)$')
+  local token, last = string.match(lane, '^(%d+):(%d+)')
   -- The caller's own version: the registry may have changed since the call first ran, and
   -- the caller must not take the new version for the groups it routed to.
   if token == ARGV[4] then return {1, tonumber(last), ARGV[2]} end
@@ -86,5 +87,8 @@ for g = 0, G - 1 do
   store_push(store_keys_at(TOPIC_KEYS + 1 + g * #STORE_KEY_NAMES), msgs, now, meta[5 + g])
 end
 local last = seq + n
-redis.call('HSET', KEYS[1], 'seq', last, ARGV[3], ARGV[4] .. ':' .. ms(last), unpack(registered))
+redis.call('HSET', KEYS[1], 'seq', last, ARGV[3], ARGV[4] .. ':' .. ms(last) .. ':' .. ms(now), unpack(registered))
+-- A process that dies leaves its lanes' records behind. A lane's first call sweeps a few
+-- fields of meta for records no call touched for LANE_IDLE_MS (no resend comes that late).
+if ARGV[4] == '1' then sweep_lanes(KEYS[1], now) end
 return {1, last, ver}
