@@ -16,8 +16,10 @@ type Backend struct {
 	opts   Options
 	codec  codec
 	// version checks Redis is at least 6.2 on first use: XAUTOCLAIM's generation (XPENDING ...
-	// IDLE, XTRIM MINID, exclusive XRANGE).
+	// IDLE, XTRIM MINID, exclusive XRANGE and XPENDING ranges).
 	version backendkit.VersionGate
+	// idle is what Claim knows of consumers whose last claim found nothing.
+	idle idleConsumers
 }
 
 var _ pubsub.Backend = (*Backend)(nil)

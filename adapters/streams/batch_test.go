@@ -118,8 +118,8 @@ func TestReclaimReportsTheNextLeaseExpiry(t *testing.T) {
 	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, res)
 }
 
-// A consumer holding more than reclaimWindow entries has its expired ones found by XPENDING
-// ... IDLE, and its next expiry read from its first entries.
+// A consumer holding more than reclaimWindow entries, but no more than one call reads, has
+// them all read by one call: every expired one found, and the next expiry known.
 func TestReclaimOfAConsumerHoldingMoreThanTheWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -140,6 +140,83 @@ func TestReclaimOfAConsumerHoldingMoreThanTheWindow(t *testing.T) {
 	res = e.ReclaimLease("t", "g", 0, time.Hour)
 	require.Equal(t, pubsub.ReclaimResult{}, withoutExpiry(res))
 	requireExpiryNear(t, time.Hour, res, "")
+}
+
+// A consumer holding more than one call reads is walked, a part per call: a call with Count 1
+// reads max(reclaimWindow, 1) of its entries, finds the expired ones among them and goes on
+// after them in the next call, so that every expired entry is found within one walk and no
+// call reads the consumer's whole PEL.
+func TestReclaimWalksALargeHolderAPartPerCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	n := 3*reclaimWindow + 50
+	e.Publish("t", payloads("x", n)...)
+	held := e.ClaimLease("t", "g", "big", n, time.Hour)
+	require.Len(t, held, n)
+	var expired []string
+	for _, i := range []int{10, reclaimWindow + 20, 2*reclaimWindow + 30, 3*reclaimWindow + 40} {
+		expired = append(expired, held[i].ID)
+		// Idle for two hours, still big's, its count kept: expired under big's 1h lease.
+		require.NoError(t, e.C.Do(e.Ctx, "XCLAIM", k.topic.stream, "g", "big", 0, held[i].ID,
+			"IDLE", 2*time.Hour.Milliseconds(), "JUSTID").Err())
+	}
+	reclaim := func() pubsub.ReclaimResult {
+		t.Helper()
+		res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: 1})
+		require.NoError(t, err)
+		return res
+	}
+
+	for i := range expired {
+		res := reclaim()
+		require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, res,
+			"call %d: the expired entry of its part; found one, it asks to go on at once", i)
+		require.ElementsMatch(t, expired[:i+1], keysOf(e.retry("t", "g")), "call %d", i)
+		if i < 3 {
+			require.Equal(t, map[string]string{"big": held[(i+1)*reclaimWindow-1].ID}, e.Hash(k.reclaimFrom),
+				"call %d read reclaimWindow entries, and the next goes on after them", i)
+		} else {
+			require.Empty(t, e.Hash(k.reclaimFrom), "the last part reached the end: the next call starts over")
+		}
+	}
+	res := reclaim()
+	require.Equal(t, pubsub.ReclaimResult{}, withoutExpiry(res), "the walk starts over and finds no more")
+	requireExpiryNear(t, time.Hour, res, "")
+	require.Equal(t, map[string]string{"big": held[reclaimWindow].ID}, e.Hash(k.reclaimFrom),
+		"the first reclaimWindow entries still big's")
+	require.Len(t, e.pel("t", "g"), n, "nothing lost: parked or still big's")
+	require.Equal(t, counts{Ready: 4, Pending: int64(n - 4)}, e.counts("t", "g"))
+}
+
+// A dead consumer holding more than one call reads gets all its expired entries back: each
+// call handles at most Count of them and reports more while it finds some, so the reclaim
+// loop calls again at once until none is left.
+func TestReclaimRecoversEveryEntryOfADeadLargeHolder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	n := 3*reclaimWindow + 50
+	e.Publish("t", payloads("x", n)...)
+	require.Len(t, e.ClaimLease("t", "g", "dead", n, 20*time.Millisecond), n)
+	time.Sleep(40 * time.Millisecond)
+
+	total, calls := 0, 0
+	for {
+		res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: reclaimWindow})
+		require.NoError(t, err)
+		require.LessOrEqual(t, res.Reclaimed, reclaimWindow)
+		total += res.Reclaimed
+		calls++
+		require.Less(t, calls, 20, "the walk should end")
+		if res.NextExpiry != time.Millisecond {
+			require.Zero(t, res.NextExpiry, "nothing leased is left")
+			break
+		}
+	}
+	require.Equal(t, n, total)
+	require.Equal(t, counts{Ready: int64(n)}, e.counts("t", "g"))
 }
 
 func keysOf(m map[string]float64) []string {

@@ -12,14 +12,20 @@ import (
 
 // Claim runs claim.lua: due retries and unread entries, in (due time, ID) order, up to
 // p.Count. With nothing to claim and p.Block > 0 it waits, then claims again, until something
-// is claimed or the time left of p.Block runs out. The wait is XREAD BLOCK on the stream
-// after the group's last-delivered-id, so the next publish wakes it at once; XREAD reads
-// without changing any state, so nothing is claimed outside the script. It is bounded by the
-// time left of p.Block and by the context's deadline; when a retry falls due earlier, a Go
-// timer ends the wait at its due time, because Redis ends a blocking command only on its
-// server tick (every 100 ms at the default hz). When the XREAD times out at the end of
-// p.Block, Claim returns nothing without running claim.lua again: the caller's next Claim
-// starts with it.
+// is claimed or the time left of p.Block runs out. The wait is one XREAD BLOCK on the topic's
+// stream, after the last entry the group has read, and on the group's wake-up stream, which
+// nack, reclaim, requeue and cleanup append to when they park deliveries: a publish, or a
+// delivery parked by any process, wakes it at once. XREAD reads without changing any state,
+// so nothing is claimed outside the script. The wait is bounded by the time left of p.Block
+// and by the context's deadline; when a retry falls due earlier, a Go timer ends the wait at
+// its due time, because Redis ends a blocking command only on its server tick (every 100 ms
+// at the default hz).
+//
+// When the XREAD times out at the end of p.Block, Claim returns nothing without running
+// claim.lua again, and the consumer's next Claims go straight to the XREAD until idleProbe
+// (2s) has passed since claim.lua last found nothing, or a retry it reported is due:
+// whatever becomes claimable meanwhile wakes the XREAD anyway. So an idle consumer sends one
+// XREAD per Block and one claim.lua per probe.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
@@ -29,67 +35,133 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 	}
 	count := max(p.Count, 1)
 	k := b.groupKeys(p.Topic, p.Group)
+	key := idleKey{p.Topic, p.Group, p.Consumer}
 	end := time.Now().Add(p.Block)
+	st, idle := b.idle.load(key)
+	skip := idle && p.Block > 0 && st.skips(time.Now())
 	for {
-		res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
-			p.Group, p.Consumer, ParkedConsumer, count, backendkit.Millis(p.Lease), max(count, b.opts.BatchSize)).Slice()
-		if err != nil {
-			return nil, err
-		}
-		if len(res) > 2 || p.Block <= 0 {
-			return deliveries(p.Topic, res[2:]), nil
-		}
 		wait := time.Until(end)
-		if wait <= 0 || ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		due := backendkit.Int(res[0])
-		if due == 0 {
-			continue // the script stopped at its bound or dropped stale retries: go on at once
+		if skip {
+			skip = false // idle a moment ago: the XREAD sees whatever becomes claimable
+			left := time.Until(st.probed.Add(idleProbe))
+			if left <= 0 {
+				continue // the probe came due meanwhile
+			}
+			wait = min(wait, left)
+		} else {
+			known, askWake := "", "1"
+			if idle {
+				if st.fresh {
+					known = st.last
+				}
+				if st.wake != "" {
+					askWake = "0"
+				}
+			}
+			res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
+				p.Group, p.Consumer, ParkedConsumer, count, backendkit.Millis(p.Lease), max(count, b.opts.BatchSize),
+				known, askWake).Slice()
+			if err != nil {
+				return nil, err
+			}
+			if len(res) > 3 || p.Block <= 0 {
+				b.idle.forget(key)
+				return deliveries(p.Topic, res[3:]), nil
+			}
+			if wait <= 0 || ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			due := backendkit.Int(res[0])
+			if due == 0 {
+				continue // the script stopped at its bound or dropped stale retries: go on at once
+			}
+			now := time.Now()
+			next := idleState{probed: now, fresh: true, wake: st.wake}
+			next.last, _ = res[1].(string)
+			if w, _ := res[2].(string); w != "" {
+				next.wake = w
+			}
+			if due > 0 {
+				next.due = now.Add(time.Duration(due) * time.Millisecond)
+			}
+			st, idle = next, true
+			b.idle.store(key, st)
 		}
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(dl))
 		}
-		timer := due > 0 && time.Duration(due)*time.Millisecond < wait
-		if timer {
-			wait = time.Duration(due) * time.Millisecond
+		if wait <= 0 || ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		last, _ := res[1].(string)
-		woken, err := b.await(ctx, k.topic.stream, last, wait, timer)
+		timer := false
+		if !st.due.IsZero() {
+			if dueIn := time.Until(st.due); dueIn < wait {
+				wait, timer = max(dueIn, 0), true
+			}
+		}
+		w, err := b.await(ctx, k, st.last, st.wake, wait, timer)
 		if err != nil {
 			return nil, err
 		}
-		if !woken && !timer && !time.Now().Before(end) {
-			// Block is over and nothing came: return without another claim.lua, since the
-			// caller's next Claim starts with one (an idle consumer then runs one script
-			// per Block, not two).
+		if w.wake != "" {
+			st.wake = w.wake
+		}
+		if w.stream || timer {
+			// An entry came, or the XREAD was left running: last may have been passed.
+			st.fresh = false
+		}
+		if w.stream || w.wake != "" {
+			st.probed = time.Time{} // woken: the next Claim probes, should this one return first
+		}
+		b.idle.store(key, st)
+		if !w.woken() && !timer && !time.Now().Before(end) {
+			// Block is over and nothing came: return without another claim.lua.
 			return nil, nil
 		}
+		// Woken, at a due time, or at the probe: claim again.
 	}
 }
 
-// await blocks until the stream gets an entry after last, or wait passes, and reports
-// whether an entry came. XREAD BLOCK times out on Redis's server tick, late by up to 1/hz;
-// with timer, a Go timer ends the wait on time instead, leaving the XREAD to finish by itself
-// (it only reads, and holds a pooled connection for at most wait plus a tick).
-func (b *Backend) await(ctx context.Context, stream, last string, wait time.Duration, timer bool) (bool, error) {
-	read := func() (bool, error) {
-		err := b.client.XRead(ctx, &redis.XReadArgs{
-			Streams: []string{stream, last},
+// woke is what ended an XREAD of await.
+type woke struct {
+	stream bool   // an entry of the topic's stream
+	wake   string // the ID of a wake-up entry, when one came
+}
+
+func (w woke) woken() bool { return w.stream || w.wake != "" }
+
+// await blocks until the topic's stream gets an entry after last or the group's wake-up
+// stream one after wake, or wait passes. XREAD BLOCK times out on Redis's server tick, late by
+// up to 1/hz; with timer, a Go timer ends the wait on time instead, leaving the XREAD to
+// finish by itself (it only reads, and holds a pooled connection for at most wait plus a
+// tick).
+func (b *Backend) await(ctx context.Context, k groupKeys, last, wake string, wait time.Duration, timer bool) (woke, error) {
+	read := func() (woke, error) {
+		streams, err := b.client.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{k.topic.stream, k.wake, last, wake},
 			Count:   1,
 			Block:   time.Duration(backendkit.Millis(max(wait, time.Millisecond))) * time.Millisecond,
-		}).Err()
+		}).Result()
 		if errors.Is(err, redis.Nil) {
-			return false, nil
+			return woke{}, nil
 		}
-		return err == nil, err
+		var w woke
+		for _, s := range streams {
+			switch {
+			case s.Stream == k.wake && len(s.Messages) > 0:
+				w.wake = s.Messages[len(s.Messages)-1].ID
+			case s.Stream == k.topic.stream:
+				w.stream = true
+			}
+		}
+		return w, err
 	}
 	if !timer {
 		return read()
 	}
 	type result struct {
-		woken bool
-		err   error
+		w   woke
+		err error
 	}
 	done := make(chan result, 1)
 	go func() { w, err := read(); done <- result{w, err} }()
@@ -97,11 +169,11 @@ func (b *Backend) await(ctx context.Context, stream, last string, wait time.Dura
 	defer t.Stop()
 	select {
 	case r := <-done:
-		return r.woken, r.err
+		return r.w, r.err
 	case <-t.C:
-		return false, nil
+		return woke{}, nil
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return woke{}, ctx.Err()
 	}
 }
 

@@ -16,15 +16,17 @@ type topicKeys struct {
 
 // groupKeys are relq's keys of one consumer group; the group itself lives in the stream.
 type groupKeys struct {
-	group     string
-	retry     string // ZSET padded id -> due ms: deliveries parked for a retry
-	leases    string // HASH consumer -> lease ms
-	pendingAt string // ZSET id -> claimed at ms
-	dead      string // STREAM: dead letters
-	deadIndex string // HASH id -> dead-letter entry id
-	deadOrder string // ZSET padded dead-letter entry id -> 0: dead letters by rank, for paging
-	counters  string // HASH: cumulative counters and published_base
-	topic     topicKeys
+	group       string
+	retry       string // ZSET padded id -> due ms: deliveries parked for a retry
+	leases      string // HASH consumer -> lease ms
+	pendingAt   string // ZSET id -> claimed at ms
+	dead        string // STREAM: dead letters
+	deadIndex   string // HASH id -> dead-letter entry id
+	deadOrder   string // ZSET padded dead-letter entry id -> 0: dead letters by rank, for paging
+	counters    string // HASH: cumulative counters and published_base
+	wake        string // STREAM of its last entry: scripts that park deliveries append, to wake claims
+	reclaimFrom string // HASH consumer -> PEL entry ID: where Reclaim's walk of a large holder goes on
+	topic       topicKeys
 }
 
 // topicKeys returns the keys of topic. Every key shares one hash tag, so every script touches
@@ -55,15 +57,17 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 	tk := b.topicKeys(topic)
 	g := func(name string) string { return keys.Join(tk.base, "g", group, name) }
 	return groupKeys{
-		group:     group,
-		retry:     g("retry"),
-		leases:    g("leases"),
-		pendingAt: g("pending_at"),
-		dead:      g("dead"),
-		deadIndex: g("dead_index"),
-		deadOrder: g("dead_order"),
-		counters:  g("counters"),
-		topic:     tk,
+		group:       group,
+		retry:       g("retry"),
+		leases:      g("leases"),
+		pendingAt:   g("pending_at"),
+		dead:        g("dead"),
+		deadIndex:   g("dead_index"),
+		deadOrder:   g("dead_order"),
+		counters:    g("counters"),
+		wake:        g("wake"),
+		reclaimFrom: g("reclaim_from"),
+		topic:       tk,
 	}
 }
 
@@ -78,7 +82,7 @@ func (k groupKeys) ensureGroupKeys() []string {
 }
 
 func (k groupKeys) claimKeys() []string {
-	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.leases, k.pendingAt, k.topic.published}
+	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.leases, k.pendingAt, k.topic.published, k.wake}
 }
 
 func (k groupKeys) ackKeys() []string {
@@ -86,7 +90,7 @@ func (k groupKeys) ackKeys() []string {
 }
 
 func (k groupKeys) nackKeys() []string {
-	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
+	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder, k.wake}
 }
 
 func (k groupKeys) extendKeys() []string {
@@ -95,7 +99,7 @@ func (k groupKeys) extendKeys() []string {
 
 func (k groupKeys) reclaimKeys() []string {
 	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.leases, k.dead, k.deadIndex,
-		k.topic.deadRefs, k.topic.delayed, k.deadOrder}
+		k.topic.deadRefs, k.topic.delayed, k.deadOrder, k.wake, k.reclaimFrom}
 }
 
 func (k groupKeys) deadLettersKeys() []string {
@@ -103,7 +107,7 @@ func (k groupKeys) deadLettersKeys() []string {
 }
 
 func (k groupKeys) requeueKeys() []string {
-	return []string{k.topic.stream, k.retry, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
+	return []string{k.topic.stream, k.retry, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder, k.wake}
 }
 
 func (k groupKeys) purgeKeys() []string {
@@ -115,7 +119,7 @@ func (k groupKeys) statsKeys() []string {
 }
 
 func (k groupKeys) cleanupKeys() []string {
-	return []string{k.topic.stream, k.retry, k.pendingAt, k.leases}
+	return []string{k.topic.stream, k.retry, k.pendingAt, k.leases, k.wake, k.reclaimFrom}
 }
 
 func (k groupKeys) injectKeys() []string {

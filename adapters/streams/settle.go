@@ -50,10 +50,16 @@ func (b *Backend) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string,
 // p.MaxDeliveries. At most p.Count are handled (Options.BatchSize if zero). It also removes
 // consumers idle for Options.ConsumerIdleTimeout with nothing pending.
 //
-// NextExpiry is when the earliest lease still pending expires: its holder's lease less its
-// PEL idle time, read from every entry of a consumer holding at most reclaimWindow, else from
-// its reclaimWindow lowest IDs (an entry beyond them heartbeated less recently is missed until
-// the next sweep); 1ms when the call stopped at its Count.
+// A consumer holding at most reclaimWindow entries has them all read. A larger one is walked
+// in ID order, a part per call (at most max(reclaimWindow, p.Count) entries per call, shared
+// by all larger holders), going on where the last call stopped, so that a call costs
+// O(Count · log N) however many entries one consumer holds, and every entry is looked at
+// within one walk.
+//
+// NextExpiry is when the earliest lease among the entries read expires: its holder's lease
+// less its PEL idle time; 1ms when the call stopped at its Count, or found expired entries in
+// a walk (a dead consumer's: the rest of its walk likely holds more), so the subscriber's
+// reclaim loop runs again at once; zero when it read no entry still leased.
 //
 // Delayed messages need no promotion here: a due retry is claimable as it is, so Promoted and
 // Orphans are always zero.
@@ -90,7 +96,6 @@ func (b *Backend) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.
 	return res, nil
 }
 
-// reclaimWindow is how many pending entries of one consumer reclaim.lua reads to learn when
-// its next lease expires: all of them for a consumer holding no more (a subscriber holds
-// Concurrency + Prefetch), the lowest IDs of a larger one.
+// reclaimWindow is how many pending entries a consumer may hold and still have them all read
+// by every Reclaim (a subscriber holds Concurrency + Prefetch); a larger holder is walked.
 const reclaimWindow = 100

@@ -2,6 +2,7 @@ package backendkit
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/relq/relq/pubsub"
 )
@@ -38,3 +39,8 @@ type fieldError struct {
 
 func (e *fieldError) Error() string   { return e.cfg.Error() }
 func (e *fieldError) Unwrap() []error { return []error{e.cfg, e.cause} }
+
+// IdleProbe is how often an idle consumer runs its backend's claim script at the start of a
+// Claim; in between, its Claims go straight to the blocking wait, which whatever becomes
+// claimable wakes (internal/engine's Idle for list and zset, streams' own for its positions).
+const IdleProbe = 2 * time.Second

@@ -3,6 +3,8 @@ package engine
 import (
 	"sync"
 	"time"
+
+	"github.com/relq/relq/internal/backendkit"
 )
 
 // IdleProbe is how often an idle consumer runs the claim script at the start of a Claim. In
@@ -12,7 +14,7 @@ import (
 // another process scheduled meanwhile (list only: zset's sleep marks cover those too); the probe
 // and the reclaim loop, which wakes at the earliest due time it knows, bound how late it is
 // promoted.
-const IdleProbe = 2 * time.Second
+const IdleProbe = backendkit.IdleProbe
 
 // Idle remembers which consumers found nothing at their last claim, so their next Claims can
 // skip the claim script until IdleProbe passes or a due time they know of comes. One entry per

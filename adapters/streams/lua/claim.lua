@@ -11,11 +11,14 @@
 --
 -- A retry is delivered with XCLAIM ... RETRYCOUNT count+1: its attempt. An unread entry is
 -- delivered by the XREADGROUP itself, attempt 1. The lease is the entry's idle time in the
--- PEL, measured against the consumer's lease, recorded here (leases HASH).
+-- PEL, measured against the consumer's lease, recorded here (leases HASH) when it claims.
 --
--- Per call, not per entry: one ZMSCORE of due times per page read (none while the topic has
--- no delayed entry), one XCLAIM and one ZADD for all it parks, one ZREM, one XPENDING and one
--- XCLAIM per attempt count for the due retries, and one ZADD of pending_at.
+-- Per call, not per entry: one ZRANGE of the first N retries (the due ones and the earliest
+-- not due), one ZMSCORE of due times per page read (none while the topic has no delayed
+-- entry), one XCLAIM and one ZADD for all it parks, one ZREM, one XPENDING and one XCLAIM per
+-- attempt count for the due retries, and one ZADD of pending_at. A claim of an idle consumer
+-- (no retry, nothing unread) runs two commands: that ZRANGE and the XREADGROUP; TIME only
+-- when a retry or an entry needs it, XINFO GROUPS only when the caller knows no position.
 --
 -- KEYS[1] -> stream (STREAM)
 -- KEYS[2] -> retry (ZSET padded id -> due ms) the group's parked deliveries
@@ -24,33 +27,51 @@
 -- KEYS[5] -> leases (HASH consumer -> lease ms) the group's
 -- KEYS[6] -> pending_at (ZSET id -> claimed at ms) the group's
 -- KEYS[7] -> published (STRING) the topic's publish counter (to create a missing group)
+-- KEYS[8] -> wake (STREAM) the group's wake-up stream (see wake in lib.lua)
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> the parking consumer's name
 -- ARGV[4] -> N, the most messages to claim
 -- ARGV[5] -> lease in ms
 -- ARGV[6] -> the most unread entries to read in this call
--- Returns {wait, last, id1, attempt1, fields1, id2, ...}: with nothing claimed, wait is the ms
--- until the earliest retry is due (-1: none, 0: call again at once) and last the group's
--- last-delivered-id, after which a new entry is worth waiting for (XREAD BLOCK); otherwise
--- wait is -1 and last ''. fields is the entry's flat field/value list.
+-- ARGV[7] -> the stream position the caller knows ('' none): the last of an earlier reply
+--            whose wait no entry of the stream has ended since; returned as last when this
+--            call reads nothing, instead of the group's last-delivered-id
+-- ARGV[8] -> '1' to return the wake-up stream's last ID, '0' when the caller knows it
+-- Returns {wait, last, wake, id1, attempt1, fields1, id2, ...}: with nothing claimed, wait is
+-- the ms until the earliest retry is due (-1: none, 0: call again at once), last a stream
+-- position after which a new entry is worth waiting for (XREAD BLOCK; no unread entry lies
+-- after it), and wake the wake-up stream's last ID ('0-0': none yet; '' when not asked);
+-- otherwise wait is -1 and last and wake ''. fields is the entry's flat field/value list.
 
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
-  leases = KEYS[5], pending = KEYS[6], published = KEYS[7], group = ARGV[1], parked = ARGV[3]}
+  leases = KEYS[5], pending = KEYS[6], published = KEYS[7], wake = KEYS[8], group = ARGV[1],
+  parked = ARGV[3]}
 local consumer, n, scan = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6])
-local now = now_ms()
-local delayed_n = prune_delayed(k, now)
-redis.call('HSET', k.leases, consumer, ARGV[5])
+
+-- The clock is read when something needs it: an idle claim has nothing to compare.
+local now
+local function clock()
+  if not now then now = now_ms() end
+  return now
+end
 
 local function before(a, b)
   if a.due ~= b.due then return a.due < b.due end
   return a.key < b.key
 end
 
+-- The first N retries: those due are candidates; the first one not due tells the wait.
 local cands = {}
-local due = redis.call('ZRANGEBYSCORE', k.retry, '-inf', now, 'WITHSCORES', 'LIMIT', 0, n)
-for i = 1, #due, 2 do
-  cands[#cands + 1] = {key = due[i], due = tonumber(due[i + 1]), retry = true}
+local earliest -- due ms of the earliest retry not due, or of the earliest entry parked here
+local head = redis.call('ZRANGE', k.retry, 0, n - 1, 'WITHSCORES')
+for i = 1, #head, 2 do
+  local at = tonumber(head[i + 1])
+  if at > clock() then
+    earliest = at
+    break
+  end
+  cands[#cands + 1] = {key = head[i], due = at, retry = true}
 end
 
 -- Unread entries to park (not due yet, or beyond the first n), parked together at the end.
@@ -58,6 +79,7 @@ local park_ids, park_at = {}, {}
 local function to_park(id, at)
   park_ids[#park_ids + 1] = id
   park_at[#park_at + 1] = at
+  if not earliest or at < earliest then earliest = at end
 end
 
 -- keep sorts the candidates and parks the unread ones beyond the first n.
@@ -70,7 +92,7 @@ local function keep()
   end
 end
 
-local read, last, again = 0, nil, false
+local read, last, again, delayed_n = 0, nil, false, nil
 while true do
   local r = redis.pcall('XREADGROUP', 'GROUP', k.group, consumer, 'COUNT', n, 'STREAMS', k.stream, '>')
   if type(r) == 'table' and r.err then
@@ -82,6 +104,7 @@ while true do
   if not r then break end
   local entries = r[1][2]
   -- One ZMSCORE per page for the due times of delayed entries, none when nothing is delayed.
+  if delayed_n == nil then delayed_n = prune_delayed(k, clock()) end
   local dues = {}
   if delayed_n > 0 then
     local ids = {}
@@ -157,7 +180,7 @@ if #retry_ids > 0 then
   end
 end
 
-local out = {-1, ''}
+local out = {-1, '', ''}
 local at = {}
 for _, c in ipairs(cands) do
   if c.retry then
@@ -179,6 +202,7 @@ for _, c in ipairs(cands) do
 end
 
 if #at > 0 then
+  redis.call('HSET', k.leases, consumer, ARGV[5])
   call_chunked('ZADD', k.pending, at, 2)
   redis.call('HINCRBY', k.counters, 'claimed', #at / 2)
   return out
@@ -187,14 +211,22 @@ if again then
   out[1] = 0
   return out
 end
-local first = redis.call('ZRANGE', k.retry, 0, 0, 'WITHSCORES')
-if first[2] then out[1] = math.max(1, tonumber(first[2]) - now) end
+-- Nothing claimed, so no retry was due: the earliest one is the first not due that the ZRANGE
+-- met, or one parked here, whichever is sooner.
+if earliest then out[1] = math.max(1, earliest - clock()) end
 if last then
   out[2] = last
+elseif ARGV[7] ~= '' then
+  out[2] = ARGV[7]
 else
   out[2] = '0-0'
   for _, g in ipairs(groups_of(k)) do
     if g.name == k.group then out[2] = g.last end
   end
+end
+if ARGV[8] == '1' then
+  -- The wake-up stream holds its last entry only (MAXLEN 1).
+  local w = redis.call('XRANGE', k.wake, '-', '+', 'COUNT', 1)
+  out[3] = w[1] and w[1][1] or '0-0'
 end
 return out

@@ -7,6 +7,8 @@
 -- KEYS[2] -> retry (ZSET) the group's
 -- KEYS[3] -> pending_at (ZSET) the group's
 -- KEYS[4] -> leases (HASH) the group's
+-- KEYS[5] -> wake (STREAM) the group's wake-up stream
+-- KEYS[6] -> reclaim_from (HASH consumer -> PEL entry ID) the group's
 -- ARGV[1] -> group
 -- ARGV[2] -> the parking consumer's name
 -- ARGV[3] -> idle ms: consumers and entries idle at least this long
@@ -14,7 +16,7 @@
 -- Returns {consumers removed, entries parked, 1 if the bound stopped it, else 0}.
 
 local k = {stream = KEYS[1], retry = KEYS[2], pending = KEYS[3], leases = KEYS[4],
-  group = ARGV[1], parked = ARGV[2]}
+  wake = KEYS[5], reclaim_from = KEYS[6], group = ARGV[1], parked = ARGV[2]}
 local idle, left = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local consumers = redis.pcall('XINFO', 'CONSUMERS', k.stream, k.group)
@@ -39,8 +41,10 @@ for _, c in ipairs(consumers) do
     if not redis.call('XPENDING', k.stream, k.group, '-', '+', 1, name)[1] then
       redis.call('XGROUP', 'DELCONSUMER', k.stream, k.group, name)
       redis.call('HDEL', k.leases, name)
+      redis.call('HDEL', k.reclaim_from, name)
       removed = removed + 1
     end
   end
 end
+if moved > 0 then wake(k) end
 return {removed, moved, left <= 0 and 1 or 0}

@@ -172,6 +172,16 @@ local function park(k, ids, scores, count)
   return #z / 2
 end
 
+-- wake appends an entry to the group's wake-up stream (k.wake), kept at its last entry
+-- (MAXLEN 1). A claim with nothing to do waits in XREAD BLOCK on the topic's stream and this
+-- one, so that what a publish does not announce (a delivery parked by a nack, a release, a
+-- reclaim, a requeue or a cleanup) wakes it at once, and its claim learns when a retry is
+-- due. One XADD per call, not per delivery; without it (out of memory) the claim's next probe
+-- finds the retry instead.
+local function wake(k)
+  redis.pcall('XADD', k.wake, 'MAXLEN', 1, '*', 'w', 1)
+end
+
 -- bury moves items (pending in the group, held by a consumer, not parked), each {id,
 -- attempts, reason}, to the group's dead-letter stream, atomically with their XACK: per item
 -- a record of id, reason, attempts, dead-at, topic and group, followed by the entry's own

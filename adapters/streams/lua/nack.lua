@@ -16,6 +16,7 @@
 -- KEYS[6] -> dead_index (HASH id -> dead-letter entry id) the group's
 -- KEYS[7] -> dead_refs (HASH) the topic's
 -- KEYS[8] -> dead_order (ZSET) the group's dead letters in order, for paging
+-- KEYS[9] -> wake (STREAM) the group's wake-up stream
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer nacking
 -- ARGV[3] -> the parking consumer's name
@@ -24,11 +25,11 @@
 -- ARGV[6+5i .. 10+5i] -> item i: id, attempt, delay ms, mode (0 retry, 1 dead-letter, 2 release), reason
 -- Per call: one XPENDING of the consumer's entries (see pel_of), one XCLAIM for the retries
 -- and one per attempt among the releases, one ZADD of schedules, one ZREM of pending_at; a
--- dead letter costs its own XRANGE and XADD.
+-- dead letter costs its own XRANGE and XADD; one XADD wakes blocked claims when it parked any.
 -- Returns {requeued, dead_lettered, stale}.
 
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
-  dead = KEYS[5], dead_index = KEYS[6], dead_refs = KEYS[7], dead_order = KEYS[8],
+  dead = KEYS[5], dead_index = KEYS[6], dead_refs = KEYS[7], dead_order = KEYS[8], wake = KEYS[9],
   group = ARGV[1], parked = ARGV[3], topic = ARGV[5]}
 local consumer, max = ARGV[2], tonumber(ARGV[4])
 local now = now_ms()
@@ -66,8 +67,9 @@ for i = 6, #ARGV, 5 do
     end
   end
 end
-park(k, retry_ids, retry_at)
-for count, r in pairs(releases) do park(k, r[1], r[2], count) end
+local parked = park(k, retry_ids, retry_at)
+for count, r in pairs(releases) do parked = parked + park(k, r[1], r[2], count) end
+if parked > 0 then wake(k) end
 bury(k, dead, now)
 call_ids('ZREM', k.pending, {}, held)
 if nacked > 0 then redis.call('HINCRBY', k.counters, 'nacked', nacked) end

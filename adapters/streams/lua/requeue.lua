@@ -11,17 +11,18 @@
 -- KEYS[4] -> dead_index (HASH id -> dead-letter entry id) the group's
 -- KEYS[5] -> dead_refs (HASH) the topic's
 -- KEYS[6] -> dead_order (ZSET) the group's dead letters in order, for paging
+-- KEYS[7] -> wake (STREAM) the group's wake-up stream
 -- ARGV[1] -> group
 -- ARGV[2] -> the parking consumer's name
 -- ARGV[3] -> N: with no ids after ARGV[4], requeue the N dead letters after the cursor
 -- ARGV[4] -> cursor: '-' or '(' followed by the last dead-letter entry id looked at
 -- ARGV[5..] -> ids to requeue
 -- Per call: one XRANGE of the dead letters or one HMGET of dead_index, one XCLAIM, and one
--- write to each of retry, dead, dead_index and dead_order.
+-- write to each of retry, dead, dead_index and dead_order; one XADD wakes blocked claims.
 -- Returns {dead letters looked at, requeued, cursor}.
 
 local k = {stream = KEYS[1], retry = KEYS[2], dead = KEYS[3], dead_index = KEYS[4],
-  dead_refs = KEYS[5], dead_order = KEYS[6], group = ARGV[1], parked = ARGV[2]}
+  dead_refs = KEYS[5], dead_order = KEYS[6], wake = KEYS[7], group = ARGV[1], parked = ARGV[2]}
 local now = now_ms()
 local todo = {} -- id -> dead-letter entry id
 local ids = {}
@@ -50,7 +51,10 @@ for _, id in ipairs(back) do
   z[#z + 1] = pad(id)
   dls[#dls + 1] = {id, todo[id]}
 end
-if #z > 0 then call_chunked('ZADD', k.retry, z, 2) end
+if #z > 0 then
+  call_chunked('ZADD', k.retry, z, 2)
+  wake(k)
+end
 forget(k, dls)
 if redis.call('XLEN', k.dead) == 0 then redis.call('DEL', k.dead, k.dead_order) end
 return {#ids, #dls, cursor}
