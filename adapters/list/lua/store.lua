@@ -33,20 +33,10 @@ local function store_push(k, msgs, now, _)
   if #delayed > 0 then call_chunked('ZADD', k.delayed, delayed, 2) end
 end
 
--- first_due is the due time of the earliest delayed message, or nil. It is read once per
--- script and kept in k (a promotion clears it).
-local function first_due(k)
-  if k.first_due == nil then
-    local first = redis.call('ZRANGE', k.delayed, 0, 0, 'WITHSCORES')
-    k.first_due = first[2] and tonumber(first[2]) or false
-  end
-  return k.first_due or nil
-end
-
 -- promote moves up to limit due delayed ids to the back of ready, ready since their due time.
 -- With nothing due it costs one look at the earliest.
 local function promote(k, now, limit)
-  local first = first_due(k)
+  local first = first_due(k, k.delayed)
   if limit <= 0 or not first or first > now then return 0 end
   k.first_due = nil
   local due = redis.call('ZRANGE', k.delayed, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
@@ -75,7 +65,7 @@ local function store_claimed(_, _, _, _) end
 
 -- store_wait is the ms until the earliest delayed message is due (0: now), or -1.
 local function store_wait(k, now, _, _)
-  local first = first_due(k)
+  local first = first_due(k, k.delayed)
   if not first then return -1 end
   return math.max(0, first - now)
 end

@@ -50,21 +50,11 @@ local function store_push(k, msgs, now, mark)
   if mark == 'force' or (mark and tonumber(mark) >= now) then wake(k.wake) end
 end
 
--- first_due is the due time of the earliest member, or nil: read once per script and kept in
--- k (a take clears it).
-local function first_due(k)
-  if k.first_due == nil then
-    local first = redis.call('ZRANGE', k.ready, 0, 0, 'WITHSCORES')
-    k.first_due = first[2] and tonumber(first[2]) or false
-  end
-  return k.first_due or nil
-end
-
 -- store_take takes up to n members due at now, in ZSET order (due time, then rank, then id),
 -- and returns their ids and notes (due time and priority).
 -- With nothing due it costs one look at the earliest member.
 local function store_take(k, n, now, _)
-  local first = first_due(k)
+  local first = first_due(k, k.ready)
   if not first or first > now then return {} end
   k.first_due = nil
   local due = redis.call('ZRANGE', k.ready, '-inf', now, 'BYSCORE', 'LIMIT', 0, n, 'WITHSCORES')
@@ -100,7 +90,7 @@ end
 -- publish can succeed to need it), and the claim still answers.
 local function store_wait(k, now, group, block)
   if block > 0 then redis.pcall('HSET', k.meta, 'w:' .. group, now + block) end
-  local first = first_due(k)
+  local first = first_due(k, k.ready)
   if not first then return -1 end
   return math.max(0, first - now)
 end
@@ -130,6 +120,7 @@ local function store_back(k, items, now)
     z[#z + 1] = member(it.id, p)
   end
   call_chunked('ZADD', k.ready, z, 2)
+  k.first_due = nil
   wake(k.wake)
 end
 

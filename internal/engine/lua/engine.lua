@@ -224,6 +224,17 @@ local function new_version()
   return t[1] .. string.format('%06d', tonumber(t[2]))
 end
 
+-- first_due is the score (a due time) of the earliest member of the store's ZSET key (list:
+-- delayed, zset: ready), or nil. It is read once per script and kept in k; a store that takes
+-- from or adds to key clears k.first_due.
+local function first_due(k, key)
+  if k.first_due == nil then
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    k.first_due = first[2] and tonumber(first[2]) or false
+  end
+  return k.first_due or nil
+end
+
 -- LANE_IDLE_MS is how long a publish lane's record outlives its last call: far longer than
 -- any client resend, which follows its call within seconds.
 local LANE_IDLE_MS = 3600000
