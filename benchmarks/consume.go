@@ -3,10 +3,8 @@ package benchmarks
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -37,32 +35,13 @@ func MeasureConsume(ctx context.Context, c *redis.Client, t Target, cfg Config) 
 		}
 	}
 
-	var (
-		mu   sync.Mutex
-		seen = make(map[string]struct{}, n)
-		last time.Time
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	handle := func(ch <-chan *message.Message) {
-		defer wg.Done()
-		for msg := range ch {
-			msg.Ack()
-			mu.Lock()
-			seen[msg.UUID] = struct{}{}
-			if len(seen) == n && last.IsZero() {
-				last = time.Now()
-				close(done)
-			}
-			mu.Unlock()
-		}
-	}
+	r := newAcked(n)
 	meter, err := startCost(ctx, c)
 	if err != nil {
 		return Throughput{}, err
 	}
 	subCtx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); wg.Wait() }()
+	defer func() { cancel(); r.wg.Wait() }()
 	start := time.Now()
 	for i := range cfg.ConsumeSubscribers {
 		sub, err := in.subscriber(fmt.Sprintf("c%d", i), subscriberOptions{concurrency: cfg.ConsumeConcurrency})
@@ -75,20 +54,17 @@ func MeasureConsume(ctx context.Context, c *redis.Client, t Target, cfg Config) 
 		}
 		// One reader per in-flight message, so that Concurrency is what limits relq.
 		for range cfg.ConsumeConcurrency {
-			wg.Add(1)
-			go handle(ch)
+			r.handle(ch)
 		}
 	}
 	select {
-	case <-done:
+	case <-r.done:
 	case <-time.After(2*time.Minute + time.Duration(n)*time.Millisecond):
-		mu.Lock()
-		defer mu.Unlock()
-		return Throughput{}, fmt.Errorf("%s consume: %d of %d messages received", t.Name, len(seen), n)
+		return Throughput{}, fmt.Errorf("%s consume: %d of %d messages received", t.Name, r.count(), n)
 	case <-ctx.Done():
 		return Throughput{}, ctx.Err()
 	}
-	rate := perSecond(n, last.Sub(start))
+	rate := perSecond(n, r.last.Sub(start))
 	if t.Baseline() {
 		// redisstream sends each XACK after the handler's Ack, and Close may cut the last
 		// ones short: wait until Redis answered all of them.

@@ -62,28 +62,9 @@ func endToEnd(ctx context.Context, c *redis.Client, t Target, cfg Config, subscr
 		}
 	}
 
-	var (
-		mu   sync.Mutex
-		seen = make(map[string]struct{}, n)
-		last time.Time
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	handle := func(ch <-chan *message.Message) {
-		defer wg.Done()
-		for msg := range ch {
-			mu.Lock()
-			seen[msg.UUID] = struct{}{}
-			msg.Ack()
-			if len(seen) == n && last.IsZero() {
-				last = time.Now()
-				close(done)
-			}
-			mu.Unlock()
-		}
-	}
+	r := newAcked(n)
 	subCtx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); wg.Wait() }()
+	defer func() { cancel(); r.wg.Wait() }()
 	start := time.Now()
 	for i := range subscribers {
 		sub, err := in.subscriber(fmt.Sprintf("c%d", i), subscriberOptions{})
@@ -94,8 +75,7 @@ func endToEnd(ctx context.Context, c *redis.Client, t Target, cfg Config, subscr
 		if err != nil {
 			return 0, err
 		}
-		wg.Add(1)
-		go handle(ch)
+		r.handle(ch)
 	}
 	var pubErr chan error // stays nil (never ready) for a pre-filled backlog
 	if concurrent {
@@ -114,15 +94,52 @@ func endToEnd(ctx context.Context, c *redis.Client, t Target, cfg Config, subscr
 				return 0, err
 			}
 			pubErr = nil
-		case <-done:
+		case <-r.done:
 			waiting = false
 		case <-timeout:
-			mu.Lock()
-			defer mu.Unlock()
-			return 0, fmt.Errorf("%s end-to-end: %d of %d messages received", t.Name, len(seen), n)
+			return 0, fmt.Errorf("%s end-to-end: %d of %d messages received", t.Name, r.count(), n)
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
 	}
-	return perSecond(n, last.Sub(start)), in.close(ctx)
+	return perSecond(n, r.last.Sub(start)), in.close(ctx)
+}
+
+// acked notes the distinct messages the handlers acked, and when the last of n was.
+type acked struct {
+	n    int
+	mu   sync.Mutex
+	seen map[string]struct{}
+	last time.Time     // set once, before done closes
+	done chan struct{} // closed at the n-th distinct message
+	wg   sync.WaitGroup
+}
+
+func newAcked(n int) *acked {
+	return &acked{n: n, seen: make(map[string]struct{}, n), done: make(chan struct{})}
+}
+
+// handle acks every message of ch at once, in a goroutine of its own, and notes it.
+func (r *acked) handle(ch <-chan *message.Message) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for msg := range ch {
+			msg.Ack()
+			r.mu.Lock()
+			r.seen[msg.UUID] = struct{}{}
+			if len(r.seen) == r.n && r.last.IsZero() {
+				r.last = time.Now()
+				close(r.done)
+			}
+			r.mu.Unlock()
+		}
+	}()
+}
+
+// count is how many distinct messages were acked so far.
+func (r *acked) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen)
 }

@@ -183,14 +183,7 @@ func (e *env) blockedClaim(p *pubsub.ClaimParams) <-chan claimResult {
 		ds, err := b.Claim(e.Ctx, p)
 		done <- claimResult{ds, err, time.Now()}
 	}()
-	require.Eventually(e.T, func() bool {
-		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
-			if strings.Contains(line, "name="+opt.ClientName+" ") && strings.Contains(line, "cmd=blmove") {
-				return true
-			}
-		}
-		return false
-	}, 5*time.Second, time.Millisecond, "the claim should block in BLMOVE")
+	e.WaitBlocked(opt.ClientName, "blmove", 1)
 	return done
 }
 

@@ -86,23 +86,7 @@ func (e *env) counted(server *redistest.Server) (*Backend, *commands) {
 }
 
 // blockedInXREAD waits until n connections named like e's counted client are blocked in XREAD.
-func (e *env) blockedInXREAD(n int) {
-	e.T.Helper()
-	require.Eventually(e.T, func() bool {
-		got := 0
-		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
-			fields := map[string]string{}
-			for f := range strings.FieldsSeq(line) {
-				k, v, _ := strings.Cut(f, "=")
-				fields[k] = v
-			}
-			if fields["name"] == e.Prefix && fields["cmd"] == "xread" && strings.Contains(fields["flags"], "b") {
-				got++
-			}
-		}
-		return got == n
-	}, 5*time.Second, time.Millisecond, "%d claims should block in XREAD", n)
-}
+func (e *env) blockedInXREAD(n int) { e.T.Helper(); e.WaitBlocked(e.Prefix, "xread", n) }
 
 type claimed struct {
 	ds  []pubsub.Delivery

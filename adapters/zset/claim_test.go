@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,26 +98,8 @@ func (e *env) counted(opts Options) (*Backend, *commands) {
 	return b, cmds
 }
 
-// blocked waits until n connections named like e's counted client are blocked in BLPOP now:
-// cmd is a connection's last command, so an idle connection that last ran BLPOP shows it too,
-// and only the flag b tells that it is blocked.
-func (e *env) blocked(n int) {
-	e.T.Helper()
-	require.Eventually(e.T, func() bool {
-		got := 0
-		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
-			fields := map[string]string{}
-			for f := range strings.FieldsSeq(line) {
-				k, v, _ := strings.Cut(f, "=")
-				fields[k] = v
-			}
-			if fields["name"] == e.Prefix && fields["cmd"] == "blpop" && strings.Contains(fields["flags"], "b") {
-				got++
-			}
-		}
-		return got == n
-	}, 5*time.Second, time.Millisecond, "%d claims should block in BLPOP", n)
-}
+// blocked waits until n connections named like e's counted client are blocked in BLPOP.
+func (e *env) blocked(n int) { e.T.Helper(); e.WaitBlocked(e.Prefix, "blpop", n) }
 
 type claimed struct {
 	ds  []pubsub.Delivery

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -126,4 +127,25 @@ func (e *Env) ExpireLease(leases, id string) {
 	e.T.Helper()
 	require.NoError(e.T, e.C.ZAddXX(e.Ctx, leases, redis.Z{Score: 1, Member: id}).Err())
 	require.Equal(e.T, 1.0, e.ZScore(leases, id), "no lease to expire")
+}
+
+// WaitBlocked waits until n connections named name are blocked in command cmd ("blpop",
+// "xread"). CLIENT LIST's cmd is a connection's last command, so an idle connection that last
+// ran cmd shows it too; only the flag b tells that it is blocked now.
+func (e *Env) WaitBlocked(name, cmd string, n int) {
+	e.T.Helper()
+	require.Eventually(e.T, func() bool {
+		got := 0
+		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
+			fields := map[string]string{}
+			for f := range strings.FieldsSeq(line) {
+				k, v, _ := strings.Cut(f, "=")
+				fields[k] = v
+			}
+			if fields["name"] == name && fields["cmd"] == cmd && strings.Contains(fields["flags"], "b") {
+				got++
+			}
+		}
+		return got == n
+	}, 5*time.Second, time.Millisecond, "%d claims should block in %s", n, cmd)
 }
