@@ -84,7 +84,9 @@ type SubscriberConfig struct {
 	// Group is the consumer group: every group receives every message, and the consumers of
 	// one group share its messages. Defaults to DefaultGroup ("default").
 	Group string
-	// Consumer names this subscriber inside its group, for leases and stats.
+	// Consumer names this subscriber inside its group, for leases and stats. Each Subscribe
+	// call holds its deliveries under this name with a suffix of its own ("worker-1.3f9a0c"),
+	// so that no two subscriptions share a fencing token. At most 193 bytes.
 	// Defaults to "<hostname>-<pid>-<random>".
 	Consumer string
 	// Concurrency is how many messages one Subscribe call has in flight (delivered and not
@@ -189,6 +191,9 @@ func (c SubscriberConfig) validate() error {
 		return &ConfigError{Field: "Consumer", Reason: err.Error()}
 	}
 	switch {
+	case len(c.Consumer) > MaxNameLength-consumerSuffixLen:
+		return &ConfigError{Field: "Consumer", Reason: fmt.Sprintf("longer than %d bytes (each Subscribe call adds a %d-byte suffix)",
+			MaxNameLength-consumerSuffixLen, consumerSuffixLen)}
 	case c.Concurrency < 1:
 		return &ConfigError{Field: "Concurrency", Reason: "must be at least 1"}
 	case c.Lease < 10*time.Millisecond:

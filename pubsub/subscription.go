@@ -54,10 +54,11 @@ type subscription struct {
 
 func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscription {
 	c := s.config
+	c.Consumer = subscriptionConsumer(c.Consumer)
 	sub := &subscription{
 		backend:   s.backend,
 		config:    c,
-		logger:    s.logger.With(watermill.LogFields{"topic": topic}),
+		logger:    s.logger.With(watermill.LogFields{"topic": topic, "consumer": c.Consumer}),
 		topic:     topic,
 		ctx:       ctx,
 		closing:   s.closing,
