@@ -16,6 +16,7 @@ func testLease(t *testing.T, f Factory) {
 	run(t, f, "HeartbeatKeepsSlowHandlersLease", Options{}, leaseHeartbeat)
 	run(t, f, "StaleHolderIsFenced", Options{}, leaseStaleFenced)
 	run(t, f, "StaleAckStillCompletes", Options{}, leaseStaleAck)
+	run(t, f, "LateAckCompletesAReclaimedMessage", Options{}, leaseLateAck)
 	run(t, f, "ExtendKeepsLease", Options{}, leaseExtend)
 	run(t, f, "OrphanIsRecovered", Options{}, leaseOrphan)
 }
@@ -125,6 +126,33 @@ func leaseStaleAck(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Zero(t, ar.Acked, "a delivery was acked twice")
 	requireSettled(t, h, topic, group, 0)
+}
+
+// A holder whose lease expired acks after Reclaim put the message back in ready, before any
+// consumer took it again: the work is done, so the ack is accepted (counted stale) on every
+// backend, and no consumer is given the message again. Acking it once more changes nothing.
+func leaseLateAck(t *testing.T, h Harness) {
+	ctx := context.Background()
+	topic, group := topicName(), pubsub.DefaultGroup
+	publishDirect(t, h, topic, 1)
+	a := staleSetup(t, h, topic)
+	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
+	require.NoError(t, err)
+	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, ar)
+	ar, err = h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
+	require.NoError(t, err)
+	require.Equal(t, pubsub.AckResult{Stale: 1}, ar, "a late ack counted twice")
+
+	sub := newSubscriber(t, h, pubsub.SubscriberConfig{})
+	r := &recorder{}
+	consume(subscribe(t, sub, topic), r, 0, 1, nil)
+	after := newMessage("after")
+	publish(t, newPublisher(t, h, pubsub.PublisherConfig{}), topic, after)
+	r.waitAll(t, []string{after.UUID})
+	s := requireSettled(t, h, topic, group, 0)
+	require.Equal(t, 1, r.count(), "a message acked late was delivered again: %+v", r.list())
+	require.Equal(t, int64(2), s.Counters.Acked)
+	require.Equal(t, int64(2), s.Counters.StaleAcks)
 }
 
 // staleSetup claims the topic's one message as consumer "a" with a short lease and waits

@@ -113,12 +113,17 @@ local function store_upkeep(k, now, n, orphan_lease)
   local ids = {}
   for i, e in ipairs(es) do ids[i] = split(e) end
   local tries = redis.call('HMGET', k.retries, unpack(ids))
-  local items, retried = {}, {}
+  local items, retried, done = {}, {}, {}
   for i, id in ipairs(ids) do
     if tries[i] then retried[#retried + 1] = id end
-    items[i] = {id = id, consumer = '', attempt = tonumber(tries[i]) or 0, since = now, extra = ''}
+    if tries[i] == ACKED then
+      done[#done + 1] = id -- acked while it waited: nothing left to deliver
+    else
+      items[#items + 1] = {id = id, consumer = '', attempt = tonumber(tries[i]) or 0, since = now, extra = ''}
+    end
   end
   if #retried > 0 then call_chunked('HDEL', k.retries, retried, 1) end
+  unref(k, done)
   pend(k, items, now + orphan_lease)
   return promoted, #items
 end

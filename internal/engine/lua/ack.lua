@@ -1,10 +1,13 @@
--- ack.lua: remove deliveries from a group's pending set, from any holder (the work is done).
+-- ack.lua: complete deliveries of a group, from any holder (the work is done).
 --
 -- KEYS -> the topic's 5 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> consumer acking
 -- ARGV[2i], ARGV[2i+1] -> item i: id, attempt the consumer believes it holds
--- Returns {acked, stale}. An item is stale when it is not pending (already acked or back in
--- ready) or when the consumer no longer holds that attempt; a pending stale item is still acked.
+-- Returns {acked, stale}. An item is stale when the consumer no longer holds that attempt; it
+-- is still acked while the group owes it: pending under another holder, or back in ready or
+-- delayed after its lease was reclaimed or it was nacked (retries knows those). That last kind
+-- is marked ACKED in retries and dropped undelivered by the claim that reaches it, since ready
+-- is not searchable by id. An item acked already or dead-lettered is stale and changes nothing.
 
 local k = keys_at(TOPIC_KEYS + 1)
 local consumer = ARGV[1]
@@ -21,7 +24,7 @@ for i = 2, #ARGV, 2 do
   end
 end
 local recs = redis.call('HMGET', k.holders, unpack(ids))
-local done = {}
+local done, away = {}, {}
 for i = 1, #ids do
   local v = recs[i]
   if v then
@@ -29,10 +32,24 @@ for i = 1, #ids do
     done[#done + 1] = ids[i]
   else
     stale = stale + 1
+    away[#away + 1] = ids[i]
   end
 end
 unpend(k, done)
 unref(k, done)
-count(k, 'acked', #done)
+local waiting = 0
+if #away > 0 and redis.call('EXISTS', k.retries) == 1 then
+  local tries = redis.call('HMGET', k.retries, unpack(away))
+  local mark = {}
+  for i, id in ipairs(away) do
+    if tries[i] and tries[i] ~= ACKED then
+      mark[#mark + 1] = id
+      mark[#mark + 1] = ACKED
+    end
+  end
+  if #mark > 0 then call_chunked('HSET', k.retries, mark, 2) end
+  waiting = #mark / 2
+end
+count(k, 'acked', #done + waiting)
 count(k, 'stale_acks', stale)
-return {#done, stale}
+return {#done + waiting, stale}

@@ -8,7 +8,8 @@
 --   holders    HASH id -> "consumer:attempt:since:extra": the fencing token (consumer and
 --              attempt), and extra, the store's note to put the message back where it was
 --              (zset: due time and priority). An orphan (list) has consumer "".
--- A message back in ready after a delivery keeps its attempts in retries (HASH id -> attempts);
+-- A message back in ready after a delivery keeps its attempts in retries (HASH id -> attempts,
+-- or ACKED once a late ack completed it while it waited: see ack.lua);
 -- a dead letter keeps them in dead_info (HASH id -> "attempts|extra|reason") beside dead (ZSET
 -- id -> dead at, ms).
 
@@ -87,63 +88,6 @@ local function pend(k, items, deadline)
   call_chunked('HSET', k.holders, h, 2)
 end
 
--- lease makes the taken ids pending for consumer and appends id, attempt, body to out;
--- extras[i] is the store's note for ids[i] (nil: none). The attempt is one more than retries
--- holds. An id without a body (purged, or foreign data) is dropped. It builds the arguments of
--- each write directly, one string per record, since this runs for every message claimed.
--- Returns how many were leased.
-local function lease(k, ids, extras, consumer, now, deadline, out)
-  local n = #ids
-  if n == 0 then return 0 end
-  local bodies = redis.call('HMGET', k.bodies, unpack(ids))
-  local tries = {} -- most messages are first deliveries: no retries HASH to read then
-  if redis.call('EXISTS', k.retries) == 1 then tries = redis.call('HMGET', k.retries, unpack(ids)) end
-  local z, s, h, retried = {}, {}, {}, {}
-  local head, tail = consumer .. ':', ':' .. ms(now) .. ':'
-  local got, o = 0, #out
-  for i = 1, n do
-    local id, tried = ids[i], tries[i]
-    if tried then retried[#retried + 1] = id end
-    local body = bodies[i]
-    if body then
-      local attempt = (tonumber(tried) or 0) + 1
-      local j = 2 * got
-      z[j + 1], z[j + 2] = deadline, id
-      s[j + 1], s[j + 2] = now, id
-      h[j + 1], h[j + 2] = id, head .. attempt .. tail .. (extras and extras[i] or '')
-      out[o + 1], out[o + 2], out[o + 3] = id, attempt, body
-      got, o = got + 1, o + 3
-    end
-  end
-  if #retried > 0 then call_chunked('HDEL', k.retries, retried, 1) end
-  if got > 0 then
-    call_chunked('ZADD', k.pending, z, 2)
-    call_chunked('ZADD', k.since, s, 2)
-    call_chunked('HSET', k.holders, h, 2)
-  end
-  return got
-end
-
--- holds reports whether a holders value v is consumer's record of attempt (a string): the
--- fencing check, without parsing the rest of the record.
-local function holds(v, consumer, attempt)
-  local prefix = consumer .. ':' .. attempt .. ':'
-  return string.sub(v, 1, #prefix) == prefix
-end
-
--- keep_attempts records in retries how many deliveries each item ({id, attempt}) going back to
--- ready has had, where it had any.
-local function keep_attempts(k, items)
-  local h = {}
-  for _, it in ipairs(items) do
-    if it.attempt > 0 then
-      h[#h + 1] = it.id
-      h[#h + 1] = it.attempt
-    end
-  end
-  if #h > 0 then call_chunked('HSET', k.retries, h, 2) end
-end
-
 -- unref drops one group's reference to each of ids and deletes a body with its last one. A
 -- missing count means one holder: publish writes refs only for fan-out.
 local function unref(k, ids)
@@ -167,6 +111,71 @@ local function unref(k, ids)
     if #gone > 0 then call_chunked('HDEL', k.refs, gone, 1) end
   end
   if #last > 0 then call_chunked('HDEL', k.bodies, last, 1) end
+end
+
+-- ACKED is the retries value of a message acked while it waited in ready or delayed (a late
+-- ack after its lease was reclaimed): the next claim that takes it drops it undelivered.
+local ACKED = 'acked'
+
+-- lease makes the taken ids pending for consumer and appends id, attempt, body to out;
+-- extras[i] is the store's note for ids[i] (nil: none). The attempt is one more than retries
+-- holds. An id marked ACKED is dropped (its work is done). An id without a body (deleted by
+-- hand, lost, or foreign data) is leased like any other and returned with a nil body, so that
+-- the subscriber dead-letters it with the reason "body missing" rather than it vanishing.
+-- It builds the arguments of each write directly, one string per record, since this runs for
+-- every message claimed. Returns how many were leased.
+local function lease(k, ids, extras, consumer, now, deadline, out)
+  local n = #ids
+  if n == 0 then return 0 end
+  local bodies = redis.call('HMGET', k.bodies, unpack(ids))
+  local tries = {} -- most messages are first deliveries: no retries HASH to read then
+  if redis.call('EXISTS', k.retries) == 1 then tries = redis.call('HMGET', k.retries, unpack(ids)) end
+  local z, s, h, retried, done = {}, {}, {}, {}, {}
+  local head, tail = consumer .. ':', ':' .. ms(now) .. ':'
+  local got, o = 0, #out
+  for i = 1, n do
+    local id, tried = ids[i], tries[i]
+    if tried then retried[#retried + 1] = id end
+    if tried == ACKED then
+      done[#done + 1] = id
+    else
+      local attempt = (tonumber(tried) or 0) + 1
+      local j = 2 * got
+      z[j + 1], z[j + 2] = deadline, id
+      s[j + 1], s[j + 2] = now, id
+      h[j + 1], h[j + 2] = id, head .. attempt .. tail .. (extras and extras[i] or '')
+      out[o + 1], out[o + 2], out[o + 3] = id, attempt, bodies[i] or false
+      got, o = got + 1, o + 3
+    end
+  end
+  if #retried > 0 then call_chunked('HDEL', k.retries, retried, 1) end
+  if got > 0 then
+    call_chunked('ZADD', k.pending, z, 2)
+    call_chunked('ZADD', k.since, s, 2)
+    call_chunked('HSET', k.holders, h, 2)
+  end
+  if #done > 0 then unref(k, done) end
+  return got
+end
+
+-- holds reports whether a holders value v is consumer's record of attempt (a string): the
+-- fencing check, without parsing the rest of the record.
+local function holds(v, consumer, attempt)
+  local prefix = consumer .. ':' .. attempt .. ':'
+  return string.sub(v, 1, #prefix) == prefix
+end
+
+-- keep_attempts records in retries how many deliveries each item ({id, attempt}) going back to
+-- ready has had, where it had any.
+local function keep_attempts(k, items)
+  local h = {}
+  for _, it in ipairs(items) do
+    if it.attempt > 0 then
+      h[#h + 1] = it.id
+      h[#h + 1] = it.attempt
+    end
+  end
+  if #h > 0 then call_chunked('HSET', k.retries, h, 2) end
 end
 
 -- bury moves items ({id, attempt, extra, reason}), already out of ready and pending, to the
