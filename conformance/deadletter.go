@@ -19,6 +19,7 @@ func testDeadLetter(t *testing.T, f Factory) {
 	run(t, f, "LeaseExpiredAtMaxDeliveries", Options{}, deadLetterLeaseExpired)
 	run(t, f, "ListedInPagesAndRequeuedAll", Options{}, deadLetterPaged)
 	run(t, f, "CorruptEntry", Options{}, deadLetterCorrupt)
+	run(t, f, "BodyMissing", Options{}, deadLetterBodyMissing)
 	run(t, f, "PurgeLimit", Options{}, deadLetterPurgeLimit)
 }
 

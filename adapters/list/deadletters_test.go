@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -144,7 +145,9 @@ func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	require.Equal(t, ds[0].Err.Error(), dls[0].Reason)
 }
 
-func TestReadyIDWithoutBodyIsSkippedAndForgotten(t *testing.T) {
+// A ready id whose body is gone is leased like any other and claimed with an error naming
+// the missing body, which the subscriber dead-letters: it does not vanish unseen.
+func TestReadyIDWithoutBodyIsClaimedAsBodyMissing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
@@ -153,11 +156,20 @@ func TestReadyIDWithoutBodyIsSkippedAndForgotten(t *testing.T) {
 	require.NoError(t, e.C.RPush(e.Ctx, k.ready, "77@1").Err()) // at the consume end: claimed first
 
 	ds := e.Claim("t", "g", "c", 5)
-	require.Equal(t, []string{"kept"}, adaptertest.Payloads(ds))
+	require.Len(t, ds, 2)
+	require.Equal(t, "77", ds[0].ID)
+	require.ErrorIs(t, ds[0].Err, backendkit.ErrBodyMissing)
+	require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
+	require.NoError(t, ds[1].Err)
 	require.False(t, e.Exists(k.processing))
-	require.Equal(t, []string{"1"}, e.ZMembers(k.pending), "the id without a body is not pending")
+	require.ElementsMatch(t, []string{"1", "77"}, e.ZMembers(k.pending))
 	require.Empty(t, e.LRange(k.ready))
-	require.Equal(t, map[string]int{"1": 1}, e.attempts(k))
-	require.False(t, e.Exists(k.retries))
-	require.Equal(t, int64(1), e.Stats("t", "g").Counters.Claimed)
+	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
+
+	res := e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: "77", Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
+	require.Equal(t, 1, res.DeadLettered)
+	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	require.Contains(t, dls[0].Reason, "body missing")
 }

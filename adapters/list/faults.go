@@ -39,3 +39,9 @@ func (f *Faults) InjectOrphan(ctx context.Context, topic, group string) (string,
 	id, _, _ := strings.Cut(entry, "@") // BLMOVE leaves the ready entry "id@ms" as it is
 	return id, err
 }
+
+// DeleteBody deletes the stored body of message id, as a hand edit or a lost write would;
+// the next claim of it dead-letters it with the reason "body missing".
+func (f *Faults) DeleteBody(ctx context.Context, topic, id string) error {
+	return f.b.DeleteBody(ctx, topic, id)
+}

@@ -60,7 +60,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 			}
 			res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
 				p.Group, p.Consumer, ParkedConsumer, count, backendkit.Millis(p.Lease), max(count, b.opts.BatchSize),
-				known, askWake).Slice()
+				known, askWake, p.Topic).Slice()
 			if err != nil {
 				return nil, err
 			}

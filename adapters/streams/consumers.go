@@ -35,7 +35,7 @@ func (b *Backend) CleanupConsumers(ctx context.Context, topic, group string, idl
 	var total CleanupResult
 	for {
 		n, err := backendkit.Ints(cleanupScript.Run(ctx, b.client, k.cleanupKeys(),
-			group, ParkedConsumer, backendkit.Millis(idle), b.opts.BatchSize).Slice())
+			group, ParkedConsumer, backendkit.Millis(idle), b.opts.BatchSize, topic).Slice())
 		if err != nil {
 			return total, err
 		}

@@ -40,3 +40,13 @@ func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []
 func (f *Faults) InjectOrphan(context.Context, string, string) (string, error) {
 	return "", fmt.Errorf("%w: streams deliveries cannot be pending without a holder", pubsub.ErrNotImplemented)
 }
+
+// DeleteBody deletes the entry id from the topic's stream (XDEL), as a hand edit or
+// trimming would; a group still holding it dead-letters it with the reason "body missing"
+// when it is due again.
+func (f *Faults) DeleteBody(ctx context.Context, topic, id string) error {
+	if err := f.b.check(ctx, "topic", topic); err != nil {
+		return err
+	}
+	return f.b.client.XDel(ctx, f.b.groupKeys(topic, pubsub.DefaultGroup).topic.stream, id).Err()
+}

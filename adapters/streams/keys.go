@@ -82,7 +82,8 @@ func (k groupKeys) ensureGroupKeys() []string {
 }
 
 func (k groupKeys) claimKeys() []string {
-	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.leases, k.pendingAt, k.topic.published, k.wake}
+	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.leases, k.pendingAt, k.topic.published, k.wake,
+		k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
 }
 
 func (k groupKeys) ackKeys() []string {
@@ -119,7 +120,8 @@ func (k groupKeys) statsKeys() []string {
 }
 
 func (k groupKeys) cleanupKeys() []string {
-	return []string{k.topic.stream, k.retry, k.pendingAt, k.leases, k.wake, k.reclaimFrom}
+	return []string{k.topic.stream, k.retry, k.pendingAt, k.leases, k.wake, k.reclaimFrom,
+		k.counters, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
 }
 
 func (k groupKeys) injectKeys() []string {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -154,26 +155,29 @@ func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	require.Equal(t, ds[0].Err.Error(), dls[0].Reason)
 }
 
-// Members whose body is gone, or that relq did not write, are dropped by the claim that meets
-// them, and the claim goes on to the next.
-func TestReadyMembersWithoutBodyOrOfForeignShapeAreDropped(t *testing.T) {
+// A member relq did not write is dropped by the claim that meets it. A member whose body is
+// gone is leased like any other and claimed with an error naming the missing body, which the
+// subscriber dead-letters: it does not vanish unseen.
+func TestReadyMembersWithoutBodyAreClaimedAsMissingAndForeignOnesDropped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "kept")
-	for _, m := range []string{mem("77"), "not-a-member", "0999999:12"} { // claimed first: score 1
+	for _, m := range []string{mem("77"), "not-a-member"} { // claimed first: score 1
 		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(1, m)).Err())
 	}
 	require.NoError(t, e.C.HSet(e.Ctx, k.retries, "77", 3).Err())
 
 	ds := e.Claim("t", "g", "c", 5)
-	require.Equal(t, []string{"kept"}, adaptertest.Payloads(ds))
-	require.Equal(t, 1, ds[0].Attempt)
+	require.Len(t, ds, 2)
+	require.Equal(t, "77", ds[0].ID)
+	require.Equal(t, 4, ds[0].Attempt)
+	require.ErrorIs(t, ds[0].Err, backendkit.ErrBodyMissing)
+	require.Equal(t, "kept", string(ds[1].Envelope.Payload))
+	require.Equal(t, 1, ds[1].Attempt)
 	require.False(t, e.Exists(k.ready))
-	require.Equal(t, []string{"1"}, e.ZMembers(k.pending))
-	require.Equal(t, []string{"1"}, e.ZMembers(k.pendingAt))
-	require.Equal(t, map[string]string{"1": "c:1"}, e.holders(k))
-	require.False(t, e.Exists(k.retries), "the dropped member's attempts go with it")
-	require.Equal(t, int64(1), e.Stats("t", "g").Counters.Claimed)
+	require.ElementsMatch(t, []string{"1", "77"}, e.ZMembers(k.pending))
+	require.False(t, e.Exists(k.retries))
+	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 }

@@ -29,3 +29,9 @@ func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []
 func (f *Faults) InjectOrphan(context.Context, string, string) (string, error) {
 	return "", fmt.Errorf("zset: a delivery cannot be pending without a lease, so there is no orphan to inject: %w", pubsub.ErrNotImplemented)
 }
+
+// DeleteBody deletes the stored body of message id, as a hand edit or a lost write would;
+// the next claim of it dead-letters it with the reason "body missing".
+func (f *Faults) DeleteBody(ctx context.Context, topic, id string) error {
+	return f.b.DeleteBody(ctx, topic, id)
+}

@@ -26,9 +26,17 @@ func DecodeDeliveries(flat []any, topic, what string, decode func(body any) (pub
 	return out
 }
 
-// DecodeEnvelope decodes a body stored as relq's envelope (a bulk string; anything else is
-// decoded as empty, which is corrupt).
+// ErrBodyMissing is the decode error of a delivery whose stored body is gone (deleted by
+// hand, lost, or never written by relq): the script returns it with a nil body so that the
+// subscriber dead-letters it with this reason instead of it vanishing.
+var ErrBodyMissing = fmt.Errorf("%w: body missing", pubsub.ErrCorruptEntry)
+
+// DecodeEnvelope decodes a body stored as relq's envelope (a bulk string; nil is a missing
+// body; anything else is decoded as empty, which is corrupt).
 func DecodeEnvelope(body any) (pubsub.Envelope, error) {
+	if body == nil {
+		return pubsub.Envelope{}, ErrBodyMissing
+	}
 	s, _ := body.(string)
 	return pubsub.DecodeEnvelope([]byte(s))
 }

@@ -50,3 +50,12 @@ func (e *Engine) WaitReplicas(ctx context.Context, topic string, n int, timeout 
 		pipe.HIncrBy(ctx, meta, "seq", 0)
 	}, n, timeout)
 }
+
+// DeleteBody deletes the stored body of message id of topic, as a hand edit or a lost write
+// would leave it. For the backends' Faults (tests) only.
+func (e *Engine) DeleteBody(ctx context.Context, topic, id string) error {
+	if err := e.Check(ctx, "topic", topic); err != nil {
+		return err
+	}
+	return e.client.HDel(ctx, e.topicKeys(topic).bodies, id).Err()
+}

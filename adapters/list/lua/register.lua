@@ -26,12 +26,10 @@ if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then
 else
   local r = read_records(k, {id})[1]
   if r and r.consumer == '' then
-    local body = redis.call('HGET', k.bodies, id)
-    if body then
-      pend(k, {{id = id, consumer = consumer, attempt = r.attempt + 1, since = r.since, extra = r.extra}}, deadline)
-      out[2], out[3], out[4] = id, r.attempt + 1, body
-      got = 1
-    end
+    -- A missing body is returned as nil, as lease does, for the subscriber to dead-letter.
+    pend(k, {{id = id, consumer = consumer, attempt = r.attempt + 1, since = r.since, extra = r.extra}}, deadline)
+    out[2], out[3], out[4] = id, r.attempt + 1, redis.call('HGET', k.bodies, id) or false
+    got = 1
   end
 end
 if n > got then

@@ -28,6 +28,8 @@
 -- KEYS[6] -> pending_at (ZSET id -> claimed at ms) the group's
 -- KEYS[7] -> published (STRING) the topic's publish counter (to create a missing group)
 -- KEYS[8] -> wake (STREAM) the group's wake-up stream (see wake in lib.lua)
+-- KEYS[9..12] -> dead (STREAM), dead_index (HASH), dead_refs (HASH, the topic's), dead_order
+--                (ZSET): the dead-letter store, for retries whose entry is gone (see bury)
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> the parking consumer's name
@@ -38,6 +40,7 @@
 --            whose wait no entry of the stream has ended since; returned as last when this
 --            call reads nothing, instead of the group's last-delivered-id
 -- ARGV[8] -> '1' to return the wake-up stream's last ID, '0' when the caller knows it
+-- ARGV[9] -> topic (recorded with dead letters)
 -- Returns {wait, last, wake, id1, attempt1, fields1, id2, ...}: with nothing claimed, wait is
 -- the ms until the earliest retry is due (-1: none, 0: call again at once), last a stream
 -- position after which a new entry is worth waiting for (XREAD BLOCK; no unread entry lies
@@ -45,8 +48,9 @@
 -- otherwise wait is -1 and last and wake ''. fields is the entry's flat field/value list.
 
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
-  leases = KEYS[5], pending = KEYS[6], published = KEYS[7], wake = KEYS[8], group = ARGV[1],
-  parked = ARGV[3]}
+  leases = KEYS[5], pending = KEYS[6], published = KEYS[7], wake = KEYS[8], dead = KEYS[9],
+  dead_index = KEYS[10], dead_refs = KEYS[11], dead_order = KEYS[12], group = ARGV[1],
+  parked = ARGV[3], topic = ARGV[9]}
 local consumer, n, scan = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6])
 
 -- The clock is read when something needs it: an idle claim has nothing to compare.
@@ -167,14 +171,18 @@ if #retry_ids > 0 then
     for _, e in ipairs(got) do
       if e and e[2] then claimed[e[1]] = {count, e[2]} end
     end
-    -- Trimmed or deleted from the stream: nothing left to deliver (Redis 6.2 keeps them in
-    -- the PEL, 7 drops them).
+    -- Trimmed or deleted from the stream (Redis 6.2 keeps them in the PEL, 7 drops them):
+    -- nothing left to deliver, so they are dead-lettered with the reason, not dropped unseen.
     local gone = {}
     for _, id in ipairs(ids) do
-      if not claimed[id] then gone[#gone + 1] = id end
+      if not claimed[id] then gone[#gone + 1] = {id, count, 'body missing'} end
     end
     if #gone > 0 then
-      call_ids('XACK', k.stream, {k.group}, gone)
+      bury(k, gone, clock())
+      local dropped = {}
+      for i, g in ipairs(gone) do dropped[i] = g[1] end
+      call_ids('ZREM', k.pending, {}, dropped)
+      redis.call('HINCRBY', k.counters, 'dead_lettered', #gone)
       again = true
     end
   end

@@ -9,14 +9,19 @@
 -- KEYS[4] -> leases (HASH) the group's
 -- KEYS[5] -> wake (STREAM) the group's wake-up stream
 -- KEYS[6] -> reclaim_from (HASH consumer -> PEL entry ID) the group's
+-- KEYS[7] -> counters (HASH) the group's
+-- KEYS[8..11] -> dead (STREAM), dead_index (HASH), dead_refs (HASH, the topic's), dead_order
+--                (ZSET): the dead-letter store, for entries gone from the stream (see park)
 -- ARGV[1] -> group
 -- ARGV[2] -> the parking consumer's name
 -- ARGV[3] -> idle ms: consumers and entries idle at least this long
 -- ARGV[4] -> N, the most entries parked in this call
+-- ARGV[5] -> topic (recorded with dead letters)
 -- Returns {consumers removed, entries parked, 1 if the bound stopped it, else 0}.
 
 local k = {stream = KEYS[1], retry = KEYS[2], pending = KEYS[3], leases = KEYS[4],
-  wake = KEYS[5], reclaim_from = KEYS[6], group = ARGV[1], parked = ARGV[2]}
+  wake = KEYS[5], reclaim_from = KEYS[6], counters = KEYS[7], dead = KEYS[8], dead_index = KEYS[9],
+  dead_refs = KEYS[10], dead_order = KEYS[11], group = ARGV[1], parked = ARGV[2], topic = ARGV[5]}
 local idle, left = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local consumers = redis.pcall('XINFO', 'CONSUMERS', k.stream, k.group)

@@ -149,29 +149,6 @@ local function pel_of(k, ids, consumer)
   return out
 end
 
--- park gives ids (pending in the group) to the parking consumer and schedules each in the
--- retry ZSET, ids[i] at scores[i] (ms): one XCLAIM ... JUSTID and one ZADD per 500. XCLAIM
--- keeps the delivery counts, unless count is given (RETRYCOUNT). An entry no longer in the
--- stream is not scheduled (Redis 7 drops it from the PEL then). Callers drop the ids from
--- pending_at. Returns how many were parked.
-local function park(k, ids, scores, count)
-  if #ids == 0 then return 0 end
-  local tail = {'JUSTID'}
-  if count then tail = {'RETRYCOUNT', count, 'JUSTID'} end
-  local claimed = call_ids('XCLAIM', k.stream, {k.group, k.parked, 0}, ids, tail)
-  local got = {}
-  for _, id in ipairs(claimed) do got[id] = true end
-  local z = {}
-  for i, id in ipairs(ids) do
-    if got[id] then
-      z[#z + 1] = scores[i]
-      z[#z + 1] = pad(id)
-    end
-  end
-  if #z > 0 then call_chunked('ZADD', k.retry, z, 2) end
-  return #z / 2
-end
-
 -- wake appends an entry to the group's wake-up stream (k.wake), kept at its last entry
 -- (MAXLEN 1). A claim with nothing to do waits in XREAD BLOCK on the topic's stream and this
 -- one, so that what a publish does not announce (a delivery parked by a nack, a release, a
@@ -210,6 +187,37 @@ local function bury(k, items, now)
   call_chunked('HSET', k.dead_index, index, 2)
   call_chunked('ZADD', k.dead_order, order, 2)
   call_ids('XACK', k.stream, {k.group}, ids)
+end
+
+-- park gives ids (pending in the group) to the parking consumer and schedules each in the
+-- retry ZSET, ids[i] at scores[i] (ms): one XCLAIM ... JUSTID and one ZADD per 500. XCLAIM
+-- keeps the delivery counts, unless count is given (RETRYCOUNT). An entry no longer in the
+-- stream (deleted by hand, or trimmed) while the group still owed it has nothing left to
+-- deliver: it is dead-lettered with the reason "body missing" (counted), not dropped unseen
+-- (Redis 7 drops it from the PEL at the XCLAIM). Callers drop the ids from pending_at.
+-- Returns how many were parked.
+local function park(k, ids, scores, count)
+  if #ids == 0 then return 0 end
+  local tail = {'JUSTID'}
+  if count then tail = {'RETRYCOUNT', count, 'JUSTID'} end
+  local claimed = call_ids('XCLAIM', k.stream, {k.group, k.parked, 0}, ids, tail)
+  local got = {}
+  for _, id in ipairs(claimed) do got[id] = true end
+  local z, gone = {}, {}
+  for i, id in ipairs(ids) do
+    if got[id] then
+      z[#z + 1] = scores[i]
+      z[#z + 1] = pad(id)
+    else
+      gone[#gone + 1] = {id, count or 0, 'body missing'}
+    end
+  end
+  if #z > 0 then call_chunked('ZADD', k.retry, z, 2) end
+  if #gone > 0 then
+    bury(k, gone, now_ms())
+    redis.call('HINCRBY', k.counters, 'dead_lettered', #gone)
+  end
+  return #z / 2
 end
 
 -- forget removes dead letters, each {id, dead-letter entry id}, from the group's dead-letter
