@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/keys"
