@@ -215,14 +215,14 @@ func (r *sentinelRun) finish(t *testing.T, killedAt time.Time, failover sentinel
 	rejoin := "lost: acknowledged by the primary, not yet replicated"
 	if waitReplicas > 0 {
 		scenario = fmt.Sprintf("3 sentinel primary killed, WaitReplicas %d", waitReplicas)
-		rejoin = fmt.Sprintf("killed node restarted; the sentinels made it a replica, replicating %v later", failover.rejoined.Round(100*time.Millisecond))
+		rejoin = fmt.Sprintf("killed node replicating %v after its restart", failover.rejoined.Round(100*time.Millisecond))
 	}
 	record(row{
 		Scenario: scenario, Backend: r.name, Published: confirmed,
 		Handled: confirmed - lost, Duplicates: dups, Lost: lost, Recovery: allResumed,
-		Note: fmt.Sprintf("primary SIGKILLed, replica promoted after %v (all sentinels agreed after %v); %d topic(s), resumed on the first after %v; duplicates: %d stored twice, %d redelivered; %d publishes failed (%d of their messages delivered anyway); %s",
-			failover.promoted.Round(time.Millisecond), failover.agreed.Round(time.Millisecond), len(r.topics), firstResume.Round(time.Millisecond), twice, dups-twice,
-			failures, uncertainDelivered, rejoin),
+		Note: fmt.Sprintf("replica promoted after %v, sentinels agreed after %v; %d topic(s), first resumed after %v; duplicates: %d stored twice, %d redelivered; %d publishes failed (%d of their messages delivered anyway); %s",
+			failover.promoted.Round(time.Millisecond), failover.agreed.Round(time.Millisecond), len(r.topics),
+			firstResume.Round(time.Millisecond), twice, dups-twice, failures, uncertainDelivered, rejoin),
 	})
 }
 

@@ -37,8 +37,9 @@ type SentinelOptions struct {
 	// DownAfter is down-after-milliseconds: how long the primary must be unreachable before a
 	// sentinel considers it down. Defaults to 1s.
 	DownAfter time.Duration
-	// FailoverTimeout is failover-timeout: a failover that stalls longer is given up and
-	// tried again after twice as long. Defaults to 5s.
+	// FailoverTimeout is failover-timeout: a failover that stalls longer is given up, and a
+	// sentinel tries again only twice as long after its last attempt or vote, which is what an
+	// election with split votes costs. Defaults to 2s.
 	FailoverTimeout time.Duration
 }
 
@@ -60,7 +61,7 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 		opts.DownAfter = time.Second
 	}
 	if opts.FailoverTimeout == 0 {
-		opts.FailoverTimeout = 5 * time.Second
+		opts.FailoverTimeout = 2 * time.Second
 	}
 	primary := Start(t, Options{})
 	d := &Sentinel{Nodes: []*Server{primary}}
@@ -172,10 +173,21 @@ func (d *Sentinel) wait(timeout time.Duration, old *Server) (*Server, error) {
 			return primary, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("redistest: sentinel deployment not healthy after %v: %s", timeout, bad)
+			return nil, fmt.Errorf("redistest: sentinel deployment not healthy after %v: %s\n%s", timeout, bad, d.logTails(20))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// logTails returns the last n lines of every sentinel's log, where the failover events are.
+func (d *Sentinel) logTails(n int) string {
+	var b strings.Builder
+	for _, s := range d.Sentinels {
+		log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+		fmt.Fprintf(&b, "sentinel %s:\n%s\n", s.Addr(), strings.Join(lines[max(0, len(lines)-n):], "\n"))
+	}
+	return b.String()
 }
 
 // unhealthy returns the primary, or a reason why the deployment is not healthy yet.
