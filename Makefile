@@ -9,7 +9,7 @@ test: redis-server
 
 # The fault scenarios of faults/ at full scale (build tag faults_full): 50,000 messages through
 # SIGKILLed consumer processes, Redis SIGKILLed under load with AOF, 10,000 good messages with
-# 1,000 corrupt entries, and the Cluster, ACL and TLS scenarios; prints the table kept in
+# 1,000 corrupt entries, and the Cluster, Sentinel, ACL and TLS scenarios; prints the table kept in
 # docs/reliability.md. `make test` runs the same scenarios at short scale.
 # With -race: it is cheap here. The 50,000 messages of the kill scenario are handled by worker
 # processes that the test builds without the race detector (so their timing, which the

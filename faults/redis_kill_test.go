@@ -210,6 +210,8 @@ type producer struct {
 	confirmed   []string
 	confirmedAt []time.Time
 	uncertain   []string
+	sent        []string    // every message, confirmed or uncertain
+	sentAt      []time.Time // when the Publish call of sent[i] started
 }
 
 func newProducer(pub *pubsub.Publisher, topic string) *producer {
@@ -218,10 +220,13 @@ func newProducer(pub *pubsub.Publisher, topic string) *producer {
 		defer close(p.done)
 		for {
 			msgs := faultMessages(redisBatch)
+			start := time.Now()
 			err := pub.Publish(topic, msgs...)
 			now := time.Now()
 			p.mu.Lock()
 			for _, m := range msgs {
+				p.sent = append(p.sent, m.UUID)
+				p.sentAt = append(p.sentAt, start)
 				if err == nil {
 					p.confirmed = append(p.confirmed, m.UUID)
 					p.confirmedAt = append(p.confirmedAt, now)

@@ -7,6 +7,8 @@
 // always launches a private server, since the tests that call it stop or restart Redis.
 //
 // StartCluster starts a real Redis Cluster (primaries with replicas) on loopback ports;
+// StartSentinel starts a primary with replicas watched by Redis Sentinel processes, for
+// failover through redis.NewFailoverClient;
 // Options.TLS starts a TLS-only server with certificates generated for the test; AddUser and
 // ClientAs create and connect as a Redis ACL user, for least-privilege tests.
 //
