@@ -111,7 +111,7 @@ func closeTimeout(t *testing.T, h Harness) {
 
 	start := time.Now()
 	require.NoError(t, sub.Close())
-	require.Less(t, time.Since(start), closeTimeout+2*time.Second, "Close did not give up after CloseTimeout")
+	require.Less(t, time.Since(start), closeTimeout+waitTimeout, "Close did not give up after CloseTimeout")
 
 	next := newSubscriber(t, h, pubsub.SubscriberConfig{ReclaimInterval: 50 * time.Millisecond})
 	got := receive(t, subscribe(t, next, topic))

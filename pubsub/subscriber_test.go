@@ -3,6 +3,7 @@ package pubsub_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,25 +185,70 @@ func TestNackDelayAndMaxDeliveries(t *testing.T) {
 	require.Zero(t, st.Pending)
 }
 
-// The heartbeat keeps the lease of a handler that runs several leases long.
+// The heartbeat keeps the lease of a handler that runs longer than the lease. The handler
+// holds its message until a heartbeat that began after the lease would have expired still
+// kept it, so the heartbeat's own pace, not a fixed sleep, decides how long the test runs.
 func TestHeartbeatKeepsLongHandlerLease(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
+	const lease, interval = 2 * time.Second, 100 * time.Millisecond
+	b := &heartbeats{Backend: newBackend(t)}
 	pub := newPublisher(t, b)
 	const topic = "slow"
-	// A heartbeat can be 900ms late before the lease expires: slack for a loaded test machine.
+	// A heartbeat can be lease - interval late before the lease expires: slack for a loaded
+	// test machine.
 	sub := newSubscriber(t, b, pubsub.SubscriberConfig{
-		Lease: time.Second, HeartbeatInterval: 100 * time.Millisecond, ReclaimInterval: 100 * time.Millisecond,
+		Lease: lease, HeartbeatInterval: interval, ReclaimInterval: 100 * time.Millisecond,
 	})
 	ch, err := sub.Subscribe(context.Background(), topic)
 	require.NoError(t, err)
 	publishN(t, pub, topic, 1)
 	m := receive(t, ch)
-	time.Sleep(2500 * time.Millisecond) // the handler at work: two and a half leases
+	received := time.Now() // claimed before this: its first lease ends before received + lease
+	require.Eventually(t, func() bool { return b.keptAfter(received.Add(lease)) }, lease+waitFor, 10*time.Millisecond,
+		"no heartbeat kept the lease after its first expiry")
 	require.True(t, m.Ack())
 	st := eventually(t, b, topic, "acked", func(st pubsub.Stats) bool { return st.Counters.Acked == 1 && st.Pending == 0 })
-	require.Zero(t, st.Counters.Reclaimed, "the lease expired under a running handler")
+	gap := b.longestGap()
+	require.Zero(t, st.Counters.Reclaimed, "the lease expired under a running handler (longest gap between heartbeats %v)", gap)
 	require.Zero(t, st.Counters.StaleAcks)
+	t.Logf("longest gap between heartbeats that kept the lease: %v (interval %v, lease %v)", gap, interval, lease)
+}
+
+// heartbeats is a backend that records when each Extend began that kept every lease it
+// was asked to extend.
+type heartbeats struct {
+	pubsub.Backend
+	mu   sync.Mutex
+	kept []time.Time
+}
+
+func (b *heartbeats) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string, error) {
+	began := time.Now()
+	lost, err := b.Backend.Extend(ctx, p)
+	if err == nil && len(lost) == 0 && len(p.Items) > 0 {
+		b.mu.Lock()
+		b.kept = append(b.kept, began)
+		b.mu.Unlock()
+	}
+	return lost, err
+}
+
+// keptAfter reports whether an Extend that began after t kept every lease.
+func (b *heartbeats) keptAfter(t time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.kept) > 0 && b.kept[len(b.kept)-1].After(t)
+}
+
+// longestGap is the longest time between the starts of two Extends that kept every lease.
+func (b *heartbeats) longestGap() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var gap time.Duration
+	for i := 1; i < len(b.kept); i++ {
+		gap = max(gap, b.kept[i].Sub(b.kept[i-1]))
+	}
+	return gap
 }
 
 // A handler's reason travels with its last nack into the dead-letter store, cut to

@@ -134,3 +134,11 @@ func requireExpiryNear(t *testing.T, lease time.Duration, res pubsub.ReclaimResu
 	require.LessOrEqual(t, res.NextExpiry, lease, msg)
 	require.Greater(t, res.NextExpiry, lease-10*time.Second, msg)
 }
+
+// requireDueWithin checks that a due time in ms (a retry's score) is delay after some moment
+// between before and after, read from the Redis clock around the call that set it.
+func requireDueWithin(t *testing.T, due float64, before, after time.Time, delay time.Duration) {
+	t.Helper()
+	require.GreaterOrEqual(t, due, float64(before.Add(delay).UnixMilli()), "due before delay had passed")
+	require.LessOrEqual(t, due, float64(after.Add(delay).UnixMilli()), "due later than delay after the call")
+}
