@@ -76,6 +76,7 @@ func Run(t *testing.T, factory Factory) {
 		{"Outage", testOutage},
 		{"Validation", testValidation},
 		{"Stats", testStats},
+		{"FarFuture", testFarFuture},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

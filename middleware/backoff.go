@@ -29,7 +29,8 @@ type BackoffConfig struct {
 	// Multiplier scales the delay from one attempt to the next; at least 1.
 	// Defaults to BackoffMultiplierDefault (2).
 	Multiplier float64
-	// Max caps the delay, before jitter. Defaults to BackoffMaxDefault (5m).
+	// Max caps the delay, before jitter; at most pubsub.MaxDelay. Defaults to
+	// BackoffMaxDefault (5m).
 	Max time.Duration
 	// Jitter is the largest fraction taken off a delay at random, so that messages that
 	// failed together (a dependency was down) do not all come back in the same millisecond.
@@ -71,6 +72,8 @@ func (c BackoffConfig) validate() error {
 		return configError("BackoffConfig.Multiplier", "must be a finite number of at least 1")
 	case c.Max < c.Initial:
 		return configError("BackoffConfig.Max", "must be at least Initial")
+	case c.Max > pubsub.MaxDelay:
+		return configError("BackoffConfig.Max", "must be at most pubsub.MaxDelay (a longer nack delay dead-letters the message)")
 	case c.Jitter > 1 || math.IsNaN(c.Jitter):
 		return configError("BackoffConfig.Jitter", "must be at most 1")
 	case c.MaxDeliveries < 0:

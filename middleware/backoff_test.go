@@ -63,6 +63,11 @@ func TestBackoffConfigErrors(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, field, ce.Field)
 	}
+	_, err := middleware.Backoff(middleware.BackoffConfig{Max: pubsub.MaxDelay + time.Millisecond})
+	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	require.ErrorContains(t, err, "MaxDelay")
+	_, err = middleware.Backoff(middleware.BackoffConfig{Max: pubsub.MaxDelay})
+	require.NoError(t, err)
 }
 
 // delivery is one handler call as a test sees it.

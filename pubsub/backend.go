@@ -103,6 +103,7 @@ type Capabilities struct {
 type OutMessage struct {
 	Envelope Envelope
 	// Delay makes the message due this long after the Redis clock's now; zero is due now.
+	// The Publisher passes at most MaxDelay.
 	Delay time.Duration
 	// Priority orders messages due at the same time where Capabilities.Priorities: higher
 	// first. Other backends ignore it.
@@ -172,7 +173,7 @@ type AckResult struct {
 type NackItem struct {
 	ID      string
 	Attempt int
-	// Delay before the message is ready again.
+	// Delay before the message is ready again; the Subscriber passes at most MaxDelay.
 	Delay time.Duration
 	// Reason is kept with a dead letter.
 	Reason string

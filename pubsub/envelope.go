@@ -29,6 +29,10 @@ const (
 // allocation before the bounds check fails.
 const maxFieldLen = 1 << 30
 
+// metadataPresize caps the room reserved for metadata before its entries are read: enough for
+// any usual message, and under a kilobyte whatever count corrupt data claims.
+const metadataPresize = 16
+
 // EncodeEnvelope encodes e in relq's binary format:
 //
 //	0x01 | uvarint len(UUID) | UUID | rest     (any UUID string)
@@ -91,7 +95,7 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 	var e Envelope
 	switch v := data[0]; v {
 	case envelopeV1:
-		e.UUID = string(d.field("uuid"))
+		e.UUID = d.str("uuid")
 	case envelopeV2:
 		if len(data) < 1+16 {
 			return Envelope{}, fmt.Errorf("%w: envelope too short for its UUID", ErrCorruptEntry)
@@ -102,14 +106,17 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("%w: unknown envelope version %d", ErrCorruptEntry, v)
 	}
 	n := d.uvarint("metadata count")
-	if d.err == nil && n > uint64(len(data)) {
-		d.fail("metadata count %d exceeds input size", n)
+	// Each entry takes at least its two length bytes, and the payload's length one more.
+	if d.err == nil && n > uint64(len(data)-d.pos)/2 {
+		d.fail("metadata count %d exceeds what the remaining %d bytes can hold", n, len(data)-d.pos)
 	}
 	if d.err == nil && n > 0 {
-		e.Metadata = make(map[string]string, n)
+		// The map grows with the entries actually read; the count only hints, so corrupt
+		// data cannot reserve room for entries it does not hold.
+		e.Metadata = make(map[string]string, min(n, metadataPresize))
 		for i := uint64(0); i < n && d.err == nil; i++ {
-			k := string(d.field("metadata key"))
-			v := string(d.field("metadata value"))
+			k := d.str("metadata key")
+			v := d.str("metadata value")
 			e.Metadata[k] = v
 		}
 	}
@@ -148,7 +155,20 @@ func (d *decoder) uvarint(what string) uint64 {
 	return v
 }
 
+// field returns a copy of the next length-prefixed field.
 func (d *decoder) field(what string) []byte {
+	b := d.next(what)
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
+}
+
+// str returns the next length-prefixed field as a string (one copy).
+func (d *decoder) str(what string) string { return string(d.next(what)) }
+
+// next returns the next length-prefixed field in place, or nil on error.
+func (d *decoder) next(what string) []byte {
 	n := d.uvarint(what)
 	if d.err != nil {
 		return nil
@@ -157,8 +177,7 @@ func (d *decoder) field(what string) []byte {
 		d.fail("%s length %d runs past the end at byte %d", what, n, d.pos)
 		return nil
 	}
-	out := make([]byte, n)
-	copy(out, d.data[d.pos:d.pos+int(n)])
+	b := d.data[d.pos : d.pos+int(n) : d.pos+int(n)]
 	d.pos += int(n)
-	return out
+	return b
 }

@@ -72,8 +72,13 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0})
 	f.Add(pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10", Payload: []byte("p")}))
 	f.Add([]byte{})
+	f.Add(corruptCountBody(1 << 20))
+	f.Add(corruptCountBody(1 << 18))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := pubsub.DecodeEnvelope(data)
+		e, err, alloc := decodeAlloc(data)
+		if alloc > decodeAllocBound(len(data)) {
+			t.Fatalf("decoding %d bytes allocated %d (bound %d)", len(data), alloc, decodeAllocBound(len(data)))
+		}
 		if err != nil {
 			if !errors.Is(err, pubsub.ErrCorruptEntry) {
 				t.Fatalf("error does not wrap ErrCorruptEntry: %v", err)

@@ -12,6 +12,8 @@ var (
 	ErrInvalidName = errors.New("relq: invalid name")
 	// ErrMessageTooLarge reports a message whose encoded size exceeds the configured limit.
 	ErrMessageTooLarge = errors.New("relq: message too large")
+	// ErrDelayTooLong reports a delay beyond MaxDelay.
+	ErrDelayTooLong = errors.New("relq: delay beyond MaxDelay")
 	// ErrReservedMetadata reports metadata that uses relq's reserved key space wrongly.
 	ErrReservedMetadata = errors.New("relq: reserved metadata key")
 	// ErrNilMessage reports a nil *message.Message passed to Publish.
@@ -60,6 +62,22 @@ func (e *SizeError) Error() string {
 
 // Is makes errors.Is(err, ErrMessageTooLarge) true.
 func (e *SizeError) Is(target error) bool { return target == ErrMessageTooLarge }
+
+// DelayError says which message asked for a delay beyond MaxDelay, and where. It matches
+// ErrDelayTooLong with errors.Is.
+type DelayError struct {
+	UUID  string
+	Key   string // the metadata key that set the delay, or "NackBackoff"
+	Value string // the delay as the key gave it
+}
+
+// Error describes the failure for logs, users and dead-letter reasons.
+func (e *DelayError) Error() string {
+	return fmt.Sprintf("relq: message %s: %s %s is a delay beyond MaxDelay (%s)", e.UUID, e.Key, e.Value, MaxDelay)
+}
+
+// Is makes errors.Is(err, ErrDelayTooLong) true.
+func (e *DelayError) Is(target error) bool { return target == ErrDelayTooLong }
 
 // MetadataError says which metadata key was rejected. It matches ErrReservedMetadata.
 type MetadataError struct {

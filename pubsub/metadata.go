@@ -34,6 +34,26 @@ const (
 	WatermillDelayedFor   = "_watermill_delayed_for"
 )
 
+// MaxDelay is the longest delay relq accepts, for a publish (SetDelay, Watermill's delay
+// metadata) and for a nack (SetNackDelay, SubscriberConfig.NackBackoff): 100 years of 365
+// days. A due time within it stays exact in every unit relq converts it to, while
+// time.Duration itself ends at about 292 years. Publish rejects a longer delay with a
+// *DelayError; a nack with one dead-letters the message. Neither delivers it early.
+const MaxDelay = 100 * 365 * 24 * time.Hour
+
+// msDelay converts a delay in whole milliseconds, as the metadata keys hold it: a negative
+// one is no delay, and one beyond MaxDelay is reported (ok false) before a multiplication
+// that could overflow into a past due time.
+func msDelay(ms int64) (d time.Duration, ok bool) {
+	switch {
+	case ms <= 0:
+		return 0, true
+	case ms > MaxDelay.Milliseconds():
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
 // DeliveryID returns the delivery ID of a message received from a Subscriber, or "".
 func DeliveryID(msg *message.Message) string { return msg.Metadata.Get(MetadataDeliveryID) }
 
@@ -45,7 +65,7 @@ func Attempt(msg *message.Message) int {
 }
 
 // SetDelay makes a message due d after it is published, with millisecond precision on the
-// Redis clock. It overrides Watermill's delay metadata.
+// Redis clock. It overrides Watermill's delay metadata. Publish rejects a d beyond MaxDelay.
 func SetDelay(msg *message.Message, d time.Duration) {
 	msg.Metadata.Set(MetadataDelayMs, strconv.FormatInt(d.Milliseconds(), 10))
 }
@@ -57,7 +77,8 @@ func SetPriority(msg *message.Message, p int) {
 }
 
 // SetNackDelay sets how long after a Nack the message is redelivered, overriding the
-// subscriber's backoff for this delivery. Call it before msg.Nack().
+// subscriber's backoff for this delivery. Call it before msg.Nack(). A d beyond MaxDelay
+// sends the message to the dead-letter store instead.
 func SetNackDelay(msg *message.Message, d time.Duration) {
 	msg.Metadata.Set(MetadataNackDelayMs, strconv.FormatInt(d.Milliseconds(), 10))
 }

@@ -50,7 +50,11 @@ func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, int
 		if err != nil {
 			return OutMessage{}, 0, &MetadataError{UUID: msg.UUID, Key: MetadataDelayMs, Reason: "not an integer number of milliseconds: " + strconv.Quote(delayMs)}
 		}
-		out.Delay = max(time.Duration(ms)*time.Millisecond, 0)
+		d, ok := msDelay(ms)
+		if !ok {
+			return OutMessage{}, 0, &DelayError{UUID: msg.UUID, Key: MetadataDelayMs, Value: delayMs}
+		}
+		out.Delay = d
 	} else {
 		d, err := watermillDelay(msg, now)
 		if err != nil {
@@ -78,7 +82,8 @@ func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, int
 // again "for" its duration. But until lost the sub-second part, so the due time lies in
 // [until, until+1s), and "for" — which over-estimates once time has passed — narrows it:
 // delay = min(for, until+1s-now), never below until-now, never negative. With only one of the
-// keys set, that key alone gives the delay.
+// keys set, that key alone gives the delay. The key that gives a delay beyond MaxDelay is
+// reported in a *DelayError.
 func watermillDelay(msg *message.Message, now time.Time) (time.Duration, error) {
 	untilStr, forStr := msg.Metadata.Get(WatermillDelayedUntil), msg.Metadata.Get(WatermillDelayedFor)
 	var d time.Duration
@@ -88,18 +93,25 @@ func watermillDelay(msg *message.Message, now time.Time) (time.Duration, error) 
 		if err != nil {
 			return 0, &MetadataError{UUID: msg.UUID, Key: WatermillDelayedUntil, Reason: "not an RFC3339 time: " + strconv.Quote(untilStr)}
 		}
-		d = until.Sub(now)
+		d = until.Sub(now) // saturates rather than overflows
+		if d > MaxDelay {
+			return 0, &DelayError{UUID: msg.UUID, Key: WatermillDelayedUntil, Value: untilStr}
+		}
 		if forStr != "" {
 			f, err := time.ParseDuration(forStr)
 			if err != nil {
 				return 0, &MetadataError{UUID: msg.UUID, Key: WatermillDelayedFor, Reason: "not a Go duration: " + strconv.Quote(forStr)}
 			}
-			d = max(d, min(f, d+time.Second))
+			// Still never before until, which is within MaxDelay.
+			d = min(max(d, min(f, d+time.Second)), MaxDelay)
 		}
 	case forStr != "":
 		f, err := time.ParseDuration(forStr)
 		if err != nil {
 			return 0, &MetadataError{UUID: msg.UUID, Key: WatermillDelayedFor, Reason: "not a Go duration: " + strconv.Quote(forStr)}
+		}
+		if f > MaxDelay {
+			return 0, &DelayError{UUID: msg.UUID, Key: WatermillDelayedFor, Value: forStr}
 		}
 		d = f
 	}

@@ -73,7 +73,7 @@ func sleep(d time.Duration, done <-chan struct{}) bool {
 func permanent(err error) bool {
 	for _, target := range []error{
 		ErrInvalidName, ErrRedisVersion, ErrNotImplemented, ErrInvalidConfig,
-		ErrReservedMetadata, ErrMessageTooLarge, ErrNilMessage, ErrClosed, ErrStorageLayout,
+		ErrReservedMetadata, ErrMessageTooLarge, ErrDelayTooLong, ErrNilMessage, ErrClosed, ErrStorageLayout,
 		context.Canceled, context.DeadlineExceeded,
 	} {
 		if errors.Is(err, target) {

@@ -51,7 +51,7 @@ func (s *subscription) deliver(d Delivery) {
 	case <-msg.Acked():
 		s.settleAck(d)
 	case <-msg.Nacked():
-		s.settle(NackItem{ID: d.ID, Attempt: d.Attempt, Delay: s.nackDelay(msg, d.Attempt), Reason: nackReason(msg)})
+		s.settle(s.nackItem(msg, d))
 	case <-s.hard.Done():
 		// CloseTimeout passed during the stop: stop extending the lease, which then expires
 		// and the message is redelivered.
@@ -81,15 +81,44 @@ func (s *subscription) newMessage(d Delivery) (*message.Message, context.CancelF
 	return msg, cancel
 }
 
+// nackItem is the Nack of a delivery the handler nacked. A delay beyond MaxDelay cannot be
+// kept and must not be cut short, so the message goes to the dead-letter store with the
+// *DelayError as its reason (and the handler's, if it set one).
+func (s *subscription) nackItem(msg *message.Message, d Delivery) NackItem {
+	item := NackItem{ID: d.ID, Attempt: d.Attempt, Reason: nackReason(msg)}
+	delay, err := s.nackDelay(msg, d.Attempt)
+	if err == nil {
+		item.Delay = delay
+		return item
+	}
+	s.logger.Error("relq: nack delay beyond MaxDelay; dead-lettering the message", err,
+		watermill.LogFields{"message_uuid": msg.UUID, "delivery_id": d.ID})
+	if item.Reason != "" {
+		item.Reason = err.Error() + "; " + item.Reason
+	} else {
+		item.Reason = err.Error()
+	}
+	item.DeadLetter = true
+	return item
+}
+
 // nackDelay is the per-message delay the handler set with SetNackDelay, else the
-// configured backoff for this attempt.
-func (s *subscription) nackDelay(msg *message.Message, attempt int) time.Duration {
+// configured backoff for this attempt; a *DelayError when it is beyond MaxDelay.
+func (s *subscription) nackDelay(msg *message.Message, attempt int) (time.Duration, error) {
 	if v := msg.Metadata.Get(MetadataNackDelayMs); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err == nil {
-			return max(time.Duration(ms)*time.Millisecond, 0)
+			d, ok := msDelay(ms)
+			if !ok {
+				return 0, &DelayError{UUID: msg.UUID, Key: MetadataNackDelayMs, Value: v}
+			}
+			return d, nil
 		}
 		s.logger.Error("relq: ignoring a bad "+MetadataNackDelayMs, err, watermill.LogFields{"message_uuid": msg.UUID})
 	}
-	return s.config.NackBackoff(attempt)
+	d := s.config.NackBackoff(attempt)
+	if d > MaxDelay {
+		return 0, &DelayError{UUID: msg.UUID, Key: "NackBackoff", Value: d.String()}
+	}
+	return max(d, 0), nil
 }

@@ -7,12 +7,16 @@ import (
 )
 
 // Millis converts a duration to whole milliseconds for a script, rounding up so that a
-// positive duration never becomes zero.
+// positive duration never becomes zero, and without overflow near the largest Duration.
 func Millis(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }
 
 // HeldArgs flattens fencing tokens into ARGV after head: head..., id, attempt, id, attempt, ...

@@ -2,6 +2,7 @@ package backendkit
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -13,6 +14,9 @@ func TestMillisRoundsUpAndNeverTurnsAPositiveDurationToZero(t *testing.T) {
 	t.Parallel()
 	for d, want := range map[time.Duration]int64{
 		-time.Second: 0, 0: 0, time.Nanosecond: 1, time.Millisecond: 1, 1500 * time.Microsecond: 2, time.Hour: 3_600_000,
+		pubsub.MaxDelay: pubsub.MaxDelay.Milliseconds(),
+		// The largest Duration rounds up without overflowing into a negative (past) delay.
+		math.MaxInt64: math.MaxInt64/int64(time.Millisecond) + 1,
 	} {
 		require.Equal(t, want, Millis(d), "%v", d)
 	}

@@ -15,44 +15,103 @@ import (
 
 // VersionGate checks once that Redis is at least 6.2, the oldest version every adapter's
 // commands and scripts run on. The zero value is ready to use; it must not be copied.
+//
+// One INFO is in flight at a time, and callers that arrive meanwhile wait for its outcome
+// only as long as their own context allows: a slow dial does not hold them.
 type VersionGate struct {
-	ok  atomic.Bool
-	mu  sync.Mutex
-	err error
+	ok     atomic.Bool
+	mu     sync.Mutex
+	err    error          // the server is too old: final
+	flight *versionFlight // the check in progress, or nil
 }
 
-// Check runs the check on its first call and returns its outcome from then on. A connection
-// error is returned and the check runs again next time; a server that refuses INFO (ACLs,
-// proxies) is assumed recent enough, and scripts then fail loudly if it is not. A server too
-// old gets an error wrapping pubsub.ErrRedisVersion, every time.
+// versionFlight is one check in progress. Once done is closed, err is its outcome, and
+// abandoned says the caller that ran it gave up (its context ended), which tells nothing
+// about the server.
+type versionFlight struct {
+	done      chan struct{}
+	err       error
+	abandoned bool
+}
+
+// Check runs the check until one passes and returns nil from then on. A connection error or
+// a reply that says the server cannot answer now (LOADING, BUSY, MASTERDOWN, ...) is
+// returned, and the next call checks again. A server that refuses INFO (an ACL without it,
+// a proxy that does not forward it) is assumed recent enough, and scripts then fail loudly
+// if it is not. A server too old gets an error wrapping pubsub.ErrRedisVersion, every time.
 func (g *VersionGate) Check(ctx context.Context, client redis.UniversalClient) error {
-	if g.ok.Load() {
-		return nil
+	for {
+		if g.ok.Load() {
+			return nil
+		}
+		g.mu.Lock()
+		if g.ok.Load() || g.err != nil {
+			err := g.err
+			g.mu.Unlock()
+			return err
+		}
+		f := g.flight
+		if f == nil {
+			f = &versionFlight{done: make(chan struct{})}
+			g.flight = f
+			g.mu.Unlock()
+			g.run(ctx, client, f)
+			return f.err
+		}
+		g.mu.Unlock()
+		select {
+		case <-f.done:
+			if !f.abandoned {
+				return f.err
+			}
+			// Its caller gave up before Redis answered: check again.
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ok.Load() {
-		return nil
-	}
-	if g.err != nil {
-		return g.err
-	}
+}
+
+// run asks the server for its version, records the verdict and ends the flight f.
+func (g *VersionGate) run(ctx context.Context, client redis.UniversalClient, f *versionFlight) {
 	info, err := client.Info(ctx, "server").Result()
-	var rerr redis.Error
+	passed, final := false, false
 	switch {
-	case errors.As(err, &rerr):
+	case err == nil:
+		major, minor, ok := ParseVersion(info)
+		if ok && (major < 6 || major == 6 && minor < 2) {
+			err = fmt.Errorf("%w: server is %d.%d, relq needs 6.2 or later", pubsub.ErrRedisVersion, major, minor)
+			final = true
+		} else {
+			passed = true
+		}
+	case infoRefused(err):
+		err, passed = nil, true
+	case ctx.Err() != nil:
+		f.abandoned = true
+	}
+	f.err = err
+	g.mu.Lock()
+	if passed {
 		g.ok.Store(true)
-		return nil
-	case err != nil:
-		return err
 	}
-	major, minor, ok := ParseVersion(info)
-	if ok && (major < 6 || major == 6 && minor < 2) {
-		g.err = fmt.Errorf("%w: server is %d.%d, relq needs 6.2 or later", pubsub.ErrRedisVersion, major, minor)
-		return g.err
+	if final {
+		g.err = err
 	}
-	g.ok.Store(true)
-	return nil
+	g.flight = nil
+	g.mu.Unlock()
+	close(f.done)
+}
+
+// infoRefused reports a reply that means the server will not run INFO for this client: an
+// ACL without it (NOPERM), or an ERR reply such as a proxy's "unknown command". Other error
+// replies (LOADING, BUSY, MASTERDOWN, TRYAGAIN, ...) say the server cannot answer now.
+func infoRefused(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	kind, _, _ := strings.Cut(rerr.Error(), " ")
+	return kind == "NOPERM" || kind == "ERR"
 }
 
 // Passed reports whether a check has passed, so later ones need no round trip.
