@@ -103,15 +103,21 @@ func (g *VersionGate) run(ctx context.Context, client redis.UniversalClient, f *
 }
 
 // infoRefused reports a reply that means the server will not run INFO for this client: an
-// ACL without it (NOPERM), or an ERR reply such as a proxy's "unknown command". Other error
-// replies (LOADING, BUSY, MASTERDOWN, TRYAGAIN, ...) say the server cannot answer now.
+// ACL without it (NOPERM), a proxy's "unknown command", an embedded server's own wording. The
+// replies that say the server cannot answer now (transientReplies) do not count: the next
+// call asks again.
 func infoRefused(err error) bool {
 	var rerr redis.Error
 	if !errors.As(err, &rerr) {
 		return false
 	}
 	kind, _, _ := strings.Cut(rerr.Error(), " ")
-	return kind == "NOPERM" || kind == "ERR"
+	return !transientReplies[kind]
+}
+
+// transientReplies are the error codes of a server that is up but cannot serve yet.
+var transientReplies = map[string]bool{
+	"LOADING": true, "BUSY": true, "MASTERDOWN": true, "TRYAGAIN": true, "CLUSTERDOWN": true,
 }
 
 // Passed reports whether a check has passed, so later ones need no round trip.
