@@ -50,10 +50,10 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		Name:     "zset",
 		Registry: "zregistry",
 		Legacy:   "zgroups",
-		Keys:     []string{"ready", "wake"},
+		Keys:     []string{"ready", "wake", "queue"},
 		Lua:      luaFiles,
-		Prelude: fmt.Sprintf("local PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS = %d, %d, %d\nlocal WAKE_TTL_MS = %d\n",
-			PriorityMin, PriorityMax, rankDigits, wakeTTL.Milliseconds()),
+		Prelude: fmt.Sprintf("local PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS, DUE_DIGITS = %d, %d, %d, %d\nlocal WAKE_TTL_MS = %d\n",
+			PriorityMin, PriorityMax, rankDigits, dueDigits, wakeTTL.Milliseconds()),
 		Priority: clampPriority,
 	})
 	if err != nil {

@@ -58,8 +58,9 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"2", "404"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, mems("2"), e.ZMembers(k.ready))
-	require.GreaterOrEqual(t, e.ZScore(k.ready, mem("2")), requeuedAt, "due now")
+	q := e.queue(k)
+	require.Equal(t, []string{"2"}, qids(q))
+	require.GreaterOrEqual(t, float64(q[0].due), requeuedAt, "due now")
 	d := e.Claim("t", "g", "c", 1)
 	require.Equal(t, 1, d[0].Attempt, "attempts reset")
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
@@ -67,7 +68,9 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{memp("3", 4), mem("1")}, e.ZMembers(k.ready), "requeued together: the priority still counts")
+	q = e.queue(k)
+	require.Equal(t, []string{"3", "1"}, qids(q), "requeued together: the priority still counts")
+	require.Equal(t, [2]int{4, 0}, [2]int{q[0].priority, q[1].priority})
 	require.False(t, e.Exists(k.dead))
 	require.False(t, e.Exists(k.deadInfo))
 
@@ -79,7 +82,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:ready", "meta", "refs", "zregistry"}, e.Keys("t"))
+	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:queue", "meta", "refs", "zregistry"}, e.Keys("t"))
 	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.refs), "other still holds all three")
 
 	// Purging the last holder deletes the bodies.
@@ -113,7 +116,7 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Len(t, e.ZMembers(e.gk("t", "g").ready), 5)
+	require.Len(t, e.queue(e.gk("t", "g")), 5)
 
 	items = items[:0]
 	for len(items) < 5 {
@@ -154,16 +157,19 @@ func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	require.Equal(t, ds[0].Err.Error(), dls[0].Reason)
 }
 
-// Members whose body is gone, or that relq did not write, are dropped by the claim that meets
-// them, and the claim goes on to the next.
+// Members whose body is gone, or that relq did not write, in either ZSET, are dropped by the
+// claim that meets them, and the claim goes on to the next.
 func TestReadyMembersWithoutBodyOrOfForeignShapeAreDropped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "kept")
-	for _, m := range []string{mem("77"), "not-a-member", "0999999:12"} { // claimed first: score 1
+	for _, m := range []string{mem("77"), "not-a-member", "0999999:12"} { // due long ago: score 1
 		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(1, m)).Err())
+	}
+	for _, m := range []string{"not-a-member", qmem("12", 1)[1:]} { // claimed first: rank 0
+		require.NoError(t, e.C.ZAdd(e.Ctx, k.queue, zmember(0, m)).Err())
 	}
 	require.NoError(t, e.C.HSet(e.Ctx, k.retries, "77", 3).Err())
 
@@ -171,6 +177,7 @@ func TestReadyMembersWithoutBodyOrOfForeignShapeAreDropped(t *testing.T) {
 	require.Equal(t, []string{"kept"}, adaptertest.Payloads(ds))
 	require.Equal(t, 1, ds[0].Attempt)
 	require.False(t, e.Exists(k.ready))
+	require.False(t, e.Exists(k.queue))
 	require.Equal(t, []string{"1"}, e.ZMembers(k.pending))
 	require.Equal(t, []string{"1"}, e.ZMembers(k.pendingAt))
 	require.Equal(t, map[string]string{"1": "c:1"}, e.holders(k))
