@@ -18,6 +18,7 @@ import (
 func testPriority(t *testing.T, f Factory) {
 	run(t, f, "HigherPriorityFirstAmongDue", Options{}, priorityAmongDue)
 	run(t, f, "DelayedHighPriorityOvertakesDueBacklog", Options{}, priorityOvertakesBacklog)
+	run(t, f, "IgnoredWithoutTheCapability", Options{}, priorityIgnored)
 }
 
 // priorityMessage is one message of a priority test: its priority and delay.
@@ -149,5 +150,31 @@ func priorityOvertakesBacklog(t *testing.T, h Harness) {
 	}
 	want = append([]int{firstAt}, slices.DeleteFunc(want, func(i int) bool { return i == firstAt })...)
 	requireSameOrder(t, want, got, prio, "priority")
+	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+}
+
+// A backend without Capabilities.Priorities accepts SetPriority and ignores it: one consumer
+// gets messages of mixed priorities in publish order, where the backend declares FIFO.
+func priorityIgnored(t *testing.T, h Harness) {
+	caps := h.Backend.Capabilities()
+	if caps.Priorities || !caps.FIFO {
+		t.Skip("the backend declares Capabilities.Priorities, or no FIFO order to compare with")
+	}
+	const total = 30
+	rng := rand.New(rand.NewPCG(orderSeed, 16))
+	topic := topicName()
+	pub := newPublisher(t, h, pubsub.PublisherConfig{})
+	msgs := newMessages(total)
+	for _, msg := range msgs {
+		pubsub.SetPriority(msg, rng.IntN(21)-10)
+	}
+	publish(t, pub, topic, msgs...)
+	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Concurrency: 1})
+	ch := subscribe(t, sub, topic)
+	for i := range total {
+		msg := receive(t, ch)
+		require.Equal(t, strconv.Itoa(i), string(msg.Payload), "publish order, whatever the priorities")
+		require.True(t, msg.Ack())
+	}
 	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
 }
