@@ -168,7 +168,7 @@ func TestReadyMembersWithoutBodyOrOfForeignShapeAreDropped(t *testing.T) {
 	for _, m := range []string{mem("77"), "not-a-member", "0999999:12"} { // due long ago: score 1
 		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(1, m)).Err())
 	}
-	for _, m := range []string{"not-a-member", qmem("12", 1)[1:]} { // claimed first: rank 0
+	for _, m := range []string{"not-a-member", qmem("12", 1)[1:], qmem("12", 1) + "3"} { // claimed first: rank 0
 		require.NoError(t, e.C.ZAdd(e.Ctx, k.queue, zmember(0, m)).Err())
 	}
 	require.NoError(t, e.C.HSet(e.Ctx, k.retries, "77", 3).Err())

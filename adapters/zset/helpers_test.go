@@ -133,8 +133,8 @@ func (e *env) wakeMark(k groupKeys, group string) int64 {
 
 func zmember(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
 
-// qentry is a member of the claim-order ZSET (queue), parsed: "<due>:<id>" scored by the rank
-// PriorityMax - priority.
+// qentry is a member of the claim-order ZSET (queue), parsed: "<due><n><id>" scored by the rank
+// PriorityMax - priority, n the letter that gives the ID's length (A: 1 digit).
 type qentry struct {
 	id       string
 	due      int64
@@ -147,15 +147,14 @@ func (e *env) queue(k groupKeys) []qentry {
 	var out []qentry
 	for _, z := range e.zrange(k.queue) {
 		m, _ := z.Member.(string)
-		due, id, ok := strings.Cut(m, ":")
-		require.True(e.T, ok, "queue member %q", m)
-		require.Len(e.T, due, dueDigits, "queue member %q", m)
-		require.Len(e.T, id, 16, "queue member %q", m)
+		require.Greater(e.T, len(m), dueDigits+1, "queue member %q", m)
+		due, id := m[:dueDigits], m[dueDigits+1:]
+		require.Equal(e.T, byte('A'+len(id)-1), m[dueDigits], "queue member %q: the letter gives the ID's length", m)
 		d, err := strconv.ParseInt(due, 10, 64)
 		require.NoError(e.T, err)
-		n, err := strconv.ParseInt(id, 10, 64)
+		_, err = strconv.ParseUint(id, 10, 64)
 		require.NoError(e.T, err)
-		out = append(out, qentry{id: strconv.FormatInt(n, 10), due: d, priority: PriorityMax - int(z.Score)})
+		out = append(out, qentry{id: id, due: d, priority: PriorityMax - int(z.Score)})
 	}
 	return out
 }
@@ -170,7 +169,9 @@ func qids(q []qentry) []string {
 }
 
 // qmem is the queue member of a delivery ID due at due (ms).
-func qmem(id string, due int64) string { return fmt.Sprintf("%0*d:%016s", dueDigits, due, id) }
+func qmem(id string, due int64) string {
+	return fmt.Sprintf("%0*d%c%s", dueDigits, due, 'A'+len(id)-1, id)
+}
 
 // setQueuedDue gives a queued message another due time, as if it had been due since then.
 func (e *env) setQueuedDue(k groupKeys, id string, due int64) {

@@ -16,9 +16,9 @@ const (
 var rankDigits = len(strconv.Itoa(PriorityMax - PriorityMin))
 
 // dueDigits is the width of the due time (ms) at the start of a member of the claim-order ZSET
-// ("queue"): members of one priority sort by it bytewise. 15 digits hold any Redis clock
-// until the year 33658.
-const dueDigits = 15
+// ("queue"): members of one priority sort by it bytewise. 13 digits hold the Redis clock until
+// November 2286, and keep a queue member as short as a ready one.
+const dueDigits = 13
 
 // clampPriority brings p into [PriorityMin, PriorityMax].
 func clampPriority(p int) int {
