@@ -270,19 +270,25 @@ func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecon
 
 // writePriority prints the priority pickup of the targets that measured it.
 func (r *Report) writePriority(w io.Writer) {
+	count := func(n int64) string {
+		if n < 1000 {
+			return fmt.Sprint(n)
+		}
+		return number(float64(n))
+	}
 	for _, t := range r.Targets {
 		p := t.Priority
 		if p == nil {
 			continue
 		}
 		fmt.Fprintf(w, "priority pickup, %s: one message of priority %d behind %s due ones of priority 0, one subscriber (Concurrency 1, Prefetch 10):\n",
-			t.Name, highPriority, number(float64(p.Backlog)))
-		fmt.Fprintf(w, "  due now, while it consumes:            %s ms after Publish returned, %s of the backlog before it\n",
-			number(p.DueNow.MS), number(float64(p.DueNow.Before)))
-		fmt.Fprintf(w, "  delayed %v, while it consumes:      %s ms after its due time, %s of the backlog before it\n",
-			priorityDelay, number(p.Delayed.MS), number(float64(p.Delayed.Before)))
-		fmt.Fprintf(w, "  due after a delayed backlog, no consumer until all are due: %s ms after Subscribe, %s of the backlog before it\n",
-			number(p.DelayedBacklog.MS), number(float64(p.DelayedBacklog.Before)))
+			t.Name, highPriority, count(int64(p.Backlog)))
+		fmt.Fprintf(w, "  due now, published while it consumes: %s ms after Publish returned; %s of the backlog went before it\n",
+			number(p.DueNow.MS), count(p.DueNow.Before))
+		fmt.Fprintf(w, "  delayed %v, published while it consumes: %s ms after its due time; %s of the backlog went before it\n",
+			priorityDelay, number(p.Delayed.MS), count(p.Delayed.Before))
+		fmt.Fprintf(w, "  due after a delayed backlog, no consumer until all were due: %s ms after Subscribe; %s of the backlog went before it\n",
+			number(p.DelayedBacklog.MS), count(p.DelayedBacklog.Before))
 	}
 }
 
