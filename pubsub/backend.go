@@ -87,7 +87,8 @@ type Capabilities struct {
 	// Priorities: among the messages that are due, higher priority is claimed first, and due
 	// order holds within a priority. A priority never makes a message due early.
 	Priorities bool
-	// NativeDelay: delayed messages live in the ready store itself (no promotion step).
+	// NativeDelay: delayed messages live in the ready store itself and the claim takes them
+	// when due (no promotion by Reclaim or by a poll).
 	NativeDelay bool
 	// OnTimeDelay: an idle consumer wakes for the earliest due time (not a poll interval),
 	// so a delayed message is delivered within a few tens of milliseconds after it is due.

@@ -76,9 +76,9 @@ func blockBound(client redis.UniversalClient) time.Duration {
 // Name returns "zset".
 func (b *Backend) Name() string { return "zset" }
 
-// Capabilities: FIFO with one consumer, priorities, delays in the ready store itself, woken on
-// time and delivered in due order; no replay for new groups, and no orphans (claim.lua takes
-// and leases in one script).
+// Capabilities: FIFO with one consumer, priorities among due messages, delays in the ready
+// store itself, woken on time and delivered in due order; no replay for new groups, and no
+// orphans (claim.lua takes and leases in one script).
 func (b *Backend) Capabilities() pubsub.Capabilities {
 	return pubsub.Capabilities{FIFO: true, Priorities: true, NativeDelay: true, OnTimeDelay: true, DueOrder: true}
 }
