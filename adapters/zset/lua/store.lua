@@ -92,6 +92,8 @@ end
 -- promote moves up to limit members of ready that are due at now to queue, earliest due first,
 -- each with its due time and priority; members relq did not write are dropped. With nothing
 -- due it costs one look at the earliest member.
+-- It removes before it adds: on a full Redis (noeviction) a script may still add once it has
+-- written, and a claim must keep working there.
 local function promote(k, now, limit)
   local first = first_due(k, k.ready)
   if not first or first > now then return end
