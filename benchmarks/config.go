@@ -37,6 +37,7 @@ const (
 	ScaleDeadLettersDefault          = 100_000
 	ScaleTopicsDefault               = 10_000
 	ScaleRoundsDefault               = 3
+	PriorityBacklogDefault           = 100_000
 )
 
 // EndToEndSubscribersDefault are the subscriber counts of the end-to-end measurement.
@@ -105,6 +106,9 @@ type Config struct {
 	ScaleDeadLetters int  `json:"scale_dead_letters"`
 	ScaleTopics      int  `json:"scale_topics"`
 	ScaleRounds      int  `json:"scale_rounds"`
+	// PriorityBacklog is the backlog of due messages a high-priority one must overtake
+	// (backends with Capabilities.Priorities). Defaults to 100,000.
+	PriorityBacklog int `json:"priority_backlog"`
 	// RedisBenchmark is the path of redis-benchmark; empty skips the reference.
 	RedisBenchmark string `json:"-"`
 	// Progress receives one line per step while the run goes; nil discards them.
@@ -136,6 +140,7 @@ func QuickConfig() Config {
 		ScaleDeadLetters:          1_000,
 		ScaleTopics:               100,
 		ScaleRounds:               1,
+		PriorityBacklog:           2_000,
 	}
 }
 
@@ -178,6 +183,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.ScaleDeadLetters, ScaleDeadLettersDefault)
 	def(&c.ScaleTopics, ScaleTopicsDefault)
 	def(&c.ScaleRounds, ScaleRoundsDefault)
+	def(&c.PriorityBacklog, PriorityBacklogDefault)
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}

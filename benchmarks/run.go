@@ -71,6 +71,9 @@ type TargetReport struct {
 	MemoryBytesPerMessage float64 `json:"memory_bytes_per_message"`
 	// Idle: commands/s one idle subscriber costs.
 	Idle IdleCost `json:"idle_commands"`
+	// Priority: how soon a high-priority message overtakes a due backlog; nil for targets
+	// without Capabilities.Priorities.
+	Priority *PriorityPickup `json:"priority_pickup,omitempty"`
 	// Scale: the slowest Redis call of each path on a big group; nil for the baseline and
 	// when Config.SkipScale.
 	Scale *ScaleReport `json:"scale,omitempty"`
@@ -177,6 +180,9 @@ func runOnce(ctx context.Context, c *redis.Client, t Target, tr *TargetReport, c
 		return err
 	}
 	progress("%s: idle subscriber: sends %.1f commands/s, Redis runs %.1f/s", t.Name, tr.Idle.SentPerSec, tr.Idle.RedisPerSec)
+	if err := runPriority(ctx, c, t, tr, cfg, progress); err != nil {
+		return err
+	}
 	if cfg.SkipScale || t.Baseline() {
 		return nil
 	}

@@ -265,6 +265,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	r.writeBreakdown(w, "publish, 1 per call", func(t *TargetReport) RedisCost { return t.PublishSingleRedis })
 	r.writeBreakdown(w, fmt.Sprintf("consume+ack, %d subs × %d", r.Config.ConsumeSubscribers, r.Config.ConsumeConcurrency),
 		func(t *TargetReport) RedisCost { return t.Consume.Redis })
+	r.writePriority(w)
 	if err := r.writeScale(w); err != nil {
 		return err
 	}

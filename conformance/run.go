@@ -73,6 +73,7 @@ func Run(t *testing.T, factory Factory) {
 		{"Groups", testGroups},
 		{"Delay", testDelay},
 		{"Order", testOrder},
+		{"Priority", testPriority},
 		{"Outage", testOutage},
 		{"Validation", testValidation},
 		{"Stats", testStats},

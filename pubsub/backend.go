@@ -84,9 +84,11 @@ type Capabilities struct {
 	FIFO bool
 	// NewGroupReplay: a group created after messages were published can receive them.
 	NewGroupReplay bool
-	// Priorities: messages due at the same time are ordered by their priority.
+	// Priorities: among the messages that are due, higher priority is claimed first, and due
+	// order holds within a priority. A priority never makes a message due early.
 	Priorities bool
-	// NativeDelay: delayed messages live in the ready store itself (no promotion step).
+	// NativeDelay: delayed messages live in the ready store itself and the claim takes them
+	// when due (no promotion by Reclaim or by a poll).
 	NativeDelay bool
 	// OnTimeDelay: an idle consumer wakes for the earliest due time (not a poll interval),
 	// so a delayed message is delivered within a few tens of milliseconds after it is due.
@@ -105,8 +107,8 @@ type OutMessage struct {
 	// Delay makes the message due this long after the Redis clock's now; zero is due now.
 	// The Publisher passes at most MaxDelay.
 	Delay time.Duration
-	// Priority orders messages due at the same time where Capabilities.Priorities: higher
-	// first. Other backends ignore it.
+	// Priority orders the messages that are due where Capabilities.Priorities: higher first.
+	// Other backends ignore it.
 	Priority int
 }
 

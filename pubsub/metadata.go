@@ -70,8 +70,8 @@ func SetDelay(msg *message.Message, d time.Duration) {
 	msg.Metadata.Set(MetadataDelayMs, strconv.FormatInt(d.Milliseconds(), 10))
 }
 
-// SetPriority sets a message's priority: among messages due at the same time, higher
-// priorities are delivered first on backends that support priorities.
+// SetPriority sets a message's priority: on backends with Capabilities.Priorities, among the
+// messages that are due, higher priorities are delivered first. Other backends ignore it.
 func SetPriority(msg *message.Message, p int) {
 	msg.Metadata.Set(MetadataPriority, strconv.Itoa(p))
 }

@@ -50,10 +50,10 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		Name:     "zset",
 		Registry: "zregistry",
 		Legacy:   "zgroups",
-		Keys:     []string{"ready", "wake"},
+		Keys:     []string{"ready", "wake", "queue"},
 		Lua:      luaFiles,
-		Prelude: fmt.Sprintf("local PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS = %d, %d, %d\nlocal WAKE_TTL_MS = %d\n",
-			PriorityMin, PriorityMax, rankDigits, wakeTTL.Milliseconds()),
+		Prelude: fmt.Sprintf("local PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS, DUE_DIGITS = %d, %d, %d, %d\nlocal WAKE_TTL_MS = %d\n",
+			PriorityMin, PriorityMax, rankDigits, dueDigits, wakeTTL.Milliseconds()),
 		Priority: clampPriority,
 	})
 	if err != nil {
@@ -76,9 +76,9 @@ func blockBound(client redis.UniversalClient) time.Duration {
 // Name returns "zset".
 func (b *Backend) Name() string { return "zset" }
 
-// Capabilities: FIFO with one consumer, priorities, delays in the ready store itself, woken on
-// time and delivered in due order; no replay for new groups, and no orphans (claim.lua takes
-// and leases in one script).
+// Capabilities: FIFO with one consumer, priorities among due messages, delays in the ready
+// store itself, woken on time and delivered in due order; no replay for new groups, and no
+// orphans (claim.lua takes and leases in one script).
 func (b *Backend) Capabilities() pubsub.Capabilities {
 	return pubsub.Capabilities{FIFO: true, Priorities: true, NativeDelay: true, OnTimeDelay: true, DueOrder: true}
 }

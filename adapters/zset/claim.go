@@ -15,8 +15,8 @@ import (
 // wakeTimeout bounds the push of a consumer's own wake-up token (wake.lua).
 const wakeTimeout = time.Second
 
-// Claim runs claim.lua: up to p.Count due messages (score <= Redis now), earliest due first,
-// then higher priority, then publish order (see the package doc). With nothing due and p.Block > 0 it sleeps in
+// Claim runs claim.lua: up to p.Count due messages, higher priority first, then earliest due,
+// then publish order (see the package doc). With nothing due and p.Block > 0 it sleeps in
 // one BLPOP on the group's wake-up list, which every publish (and a claim that leaves due
 // messages behind) pushes a token onto, until a token comes, the earliest scheduled message
 // is due, or p.Block (bounded by the context's deadline and the client's read timeout) is

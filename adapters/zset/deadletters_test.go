@@ -59,8 +59,9 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"2", "404"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, mems("2"), e.ZMembers(k.ready))
-	require.GreaterOrEqual(t, e.ZScore(k.ready, mem("2")), requeuedAt, "due now")
+	q := e.queue(k)
+	require.Equal(t, []string{"2"}, qids(q))
+	require.GreaterOrEqual(t, float64(q[0].due), requeuedAt, "due now")
 	d := e.Claim("t", "g", "c", 1)
 	require.Equal(t, 1, d[0].Attempt, "attempts reset")
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
@@ -68,7 +69,9 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{memp("3", 4), mem("1")}, e.ZMembers(k.ready), "requeued together: the priority still counts")
+	q = e.queue(k)
+	require.Equal(t, []string{"3", "1"}, qids(q), "requeued together: the priority still counts")
+	require.Equal(t, [2]int{4, 0}, [2]int{q[0].priority, q[1].priority})
 	require.False(t, e.Exists(k.dead))
 	require.False(t, e.Exists(k.deadInfo))
 
@@ -80,7 +83,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:ready", "meta", "refs", "zregistry"}, e.Keys("t"))
+	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:queue", "meta", "refs", "zregistry"}, e.Keys("t"))
 	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.refs), "other still holds all three")
 
 	// Purging the last holder deletes the bodies.
@@ -114,7 +117,7 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Len(t, e.ZMembers(e.gk("t", "g").ready), 5)
+	require.Len(t, e.queue(e.gk("t", "g")), 5)
 
 	items = items[:0]
 	for len(items) < 5 {
@@ -155,28 +158,35 @@ func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	require.Equal(t, ds[0].Err.Error(), dls[0].Reason)
 }
 
-// A member relq did not write is dropped by the claim that meets it. A member whose body is
-// gone is leased like any other and claimed with an error naming the missing body, which the
-// subscriber dead-letters: it does not vanish unseen.
+// Members relq did not write, in either ZSET, are dropped by the claim that meets them. A
+// member whose body is gone is leased like any other and claimed with an error naming the
+// missing body, which the subscriber dead-letters: it does not vanish unseen.
 func TestReadyMembersWithoutBodyAreClaimedAsMissingAndForeignOnesDropped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "kept")
-	for _, m := range []string{mem("77"), "not-a-member"} { // claimed first: score 1
+	for _, m := range []string{mem("77"), "not-a-member"} { // due long ago: score 1
 		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(1, m)).Err())
+	}
+	for _, m := range []string{"not-a-member", qmem("12", 1)[1:], qmem("12", 1) + "3"} { // claimed first: rank 0
+		require.NoError(t, e.C.ZAdd(e.Ctx, k.queue, zmember(0, m)).Err())
 	}
 	require.NoError(t, e.C.HSet(e.Ctx, k.retries, "77", 3).Err())
 
 	ds := e.Claim("t", "g", "c", 5)
 	require.Len(t, ds, 2)
-	require.Equal(t, "77", ds[0].ID)
-	require.Equal(t, 4, ds[0].Attempt)
-	require.ErrorIs(t, ds[0].Err, backendkit.ErrBodyMissing)
-	require.Equal(t, "kept", string(ds[1].Envelope.Payload))
-	require.Equal(t, 1, ds[1].Attempt)
+	byID := map[string]pubsub.Delivery{}
+	for _, d := range ds {
+		byID[d.ID] = d
+	}
+	require.Equal(t, 4, byID["77"].Attempt)
+	require.ErrorIs(t, byID["77"].Err, backendkit.ErrBodyMissing)
+	require.Equal(t, "kept", string(byID["1"].Envelope.Payload))
+	require.Equal(t, 1, byID["1"].Attempt)
 	require.False(t, e.Exists(k.ready))
+	require.False(t, e.Exists(k.queue))
 	require.ElementsMatch(t, []string{"1", "77"}, e.ZMembers(k.pending))
 	require.False(t, e.Exists(k.retries))
 	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)

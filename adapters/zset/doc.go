@@ -1,19 +1,22 @@
-// Package zset is the zset backend of relq: the delay queue. A group's ready store is a Redis
-// sorted set whose score is each message's due time in milliseconds on the Redis clock, so
+// Package zset is the zset backend of relq: the delay and priority queue. A group's ready
+// store is two Redis sorted sets: the due messages in claim order (higher priority first, then
+// earlier due time), and the delayed ones by due time in milliseconds on the Redis clock. So
 // delayed delivery, nack backoff and priorities are native, and a claim takes only what is due.
 //
 // # Key layout
 //
 // Every key of a topic starts with the hash tag {prefix:topic} (T below), so every script
 // touches one Cluster slot. The keys are internal/engine's, shared with the list backend,
-// except the two of the ready store (lua/store.lua) and the consumers' own wake-up lists:
+// except the three of the ready store (lua/store.lua) and the consumers' own wake-up lists:
 //
 //	T:meta                      HASH    seq (delivery ID counter), ver (registry version),
 //	                                    layout (2), publish lanes, w:<group> (asleep until, ms)
 //	T:bodies                    HASH    id -> encoded envelope, stored once for all groups
 //	T:refs                      HASH    id -> groups still holding it, only while more than one
 //	T:zregistry                 HASH    group -> seq when it registered (not "registry": see Topics)
-//	T:g:<group>:ready           ZSET    "<rank>:<id>" -> due time (ms): due and delayed alike
+//	T:g:<group>:queue           ZSET    "<due><n><id>" -> rank: the due messages, in claim order
+//	T:g:<group>:ready           ZSET    "<rank>:<id>" -> due time (ms): delayed messages, and
+//	                                    due ones no claim has moved to queue yet
 //	T:g:<group>:wake            LIST    wake-up token (at most one, expires) for blocked claims
 //	T:g:<group>:wake:<consumer> LIST    a consumer's own wake-up token, pushed at a due time
 //	T:g:<group>:pending         ZSET    id -> lease deadline (ms)
@@ -30,39 +33,43 @@
 //
 // # Members and the ordering rule
 //
-// The score of a ready member is its due time: Redis now (TIME, inside the script) + its
-// delay, one now for a whole publish batch. Redis orders members of equal score bytewise, so
-// the member is written to sort in the order messages due together are delivered:
+// A message's due time is Redis now (TIME, inside the script) + its delay, one now for a
+// whole publish batch; its rank is PriorityMax - priority (pubsub.SetPriority, clamped to
+// [PriorityMin, PriorityMax] = [-999999, 999999], 0 by default), so a higher priority has a
+// lower rank. Redis orders members of equal score bytewise, and each member is written so:
 //
-//	"<rank>:<id>"  rank = PriorityMax - priority, zero-padded to 7 digits
-//	               id   = delivery ID, zero-padded to 16 digits
+//	queue  score rank, member "<due><n><id>"  due zero-padded to 13 digits, n the letter
+//	                                         giving the ID's number of digits (A: 1, B: 2, ...)
+//	ready  score due,  member "<rank>:<id>"   rank zero-padded to 7 digits, id to 16
 //
-// Priority 0, ID 42 is "0999999:0000000000000042"; priority 5 sorts before it with rank
-// "0999994". IDs are exact up to 2^53 (Lua numbers), which 16 digits cover. The ordering rule,
-// among the messages that are due when a consumer claims:
+// A message due now goes to queue at once; a delayed one waits in ready. A claim first moves
+// the due members of ready to queue, earliest due first and at most BatchSize of them, then
+// pops the head of queue. The ordering rule, among the messages that are due when a consumer
+// claims:
 //
-//  1. earlier due time first;
-//  2. among equal due times, higher priority first (pubsub.SetPriority, clamped to
-//     [PriorityMin, PriorityMax] = [-999999, 999999], 0 by default);
-//  3. among equal due times and priorities, publish order (delivery ID).
+//  1. higher priority first;
+//  2. within a priority, earlier due time first;
+//  3. within a priority and a due time, publish order (delivery ID).
 //
-// A message that is not due yet is never claimed, whatever its priority. Due times have
-// millisecond precision, so a priority orders the messages of one publish batch, and
-// messages scheduled for the same millisecond; two separate publishes without delay are
-// usually a millisecond or more apart and come in publish order. With one consumer, messages
-// come in due order (Capabilities.DueOrder), and in publish order when nothing is delayed
-// (Capabilities.FIFO).
+// A message that is not due yet is never claimed, whatever its priority. The rule is exact
+// as long as no more than BatchSize due messages wait in ready for a claim, which holds
+// whenever consumers run: each claim moves up to BatchSize (1000) while it takes Count
+// (Prefetch + Concurrency). After an outage in which more than that became due in ready, a
+// high-priority one among them waits for the claims that move those due before it, BatchSize
+// each. With one consumer and equal priorities, messages come in due order
+// (Capabilities.DueOrder), and in publish order when nothing is delayed (Capabilities.FIFO).
 //
 // # Retries, releases and reclaims
 //
-// A nack with a delay re-scores the message to Redis now + delay (retry backoff is native).
-// An immediate nack and a release (a subscriber closing with prefetched messages) make it due
-// with the due time it had when claimed (kept in its holders record, never later than now): it
-// keeps its place in line, ahead of what became due after it and behind what was due before it, so one
-// consumer still sees publish order and a retry never overtakes a message that waited longer.
-// An expired lease is reclaimed due now, behind what is already due: the consumer that held it
-// probably crashed, possibly on this very message, and the rest of the queue goes first. At
-// MaxDeliveries both a nack and an expired lease dead-letter the message.
+// A nack with a delay puts the message in ready at Redis now + delay (retry backoff is
+// native). An immediate nack and a release (a subscriber closing with prefetched messages)
+// queue it with the due time it had when claimed (kept in its holders record, never later than
+// now): it keeps its place in line within its priority, ahead of what became due after it and
+// behind what was due before it, so one consumer still sees publish order and a retry never
+// overtakes a message that waited longer. An expired lease is queued due now, behind what of
+// its priority is already due: the consumer that held it probably crashed, possibly on this
+// very message, and the rest goes first. At MaxDeliveries both a nack and an expired lease
+// dead-letter the message.
 //
 // # Wake-ups: no polling, no lateness
 //
@@ -93,9 +100,9 @@
 // # Choosing zset or list
 //
 // Choose zset for delayed and scheduled delivery and retry backoff: a delayed message waits in
-// the ready ZSET itself, is claimed within milliseconds of its due time, and messages come in
-// due order (Capabilities.OnTimeDelay, DueOrder, NativeDelay); and for priorities among
-// messages due together. Choose list for the plain work queue: its ready queue is a LIST
+// the ready store itself, is claimed within milliseconds of its due time, and messages come in
+// due order (Capabilities.OnTimeDelay, DueOrder, NativeDelay); and for priorities: among due
+// messages, higher priority first (Capabilities.Priorities). Choose list for the plain work queue: its ready queue is a LIST
 // (O(1) per message, where a ZSET is O(log n)), and a publish hands messages to several
 // blocked list consumers at once (BLMOVE), where it wakes one zset consumer, which passes the
 // wake-up on when more is due.

@@ -36,7 +36,7 @@ func newEnv(t *testing.T, opts ...func(*Options)) *env {
 // engine's accessors where it has one, the documented name where it has none.
 type groupKeys struct {
 	eng                                                  engine.GroupKeys
-	ready, wake                                          string // the store's
+	queue, ready, wake                                   string // the store's
 	pending, pendingAt, holders, retries, dead, deadInfo string // the engine's
 	counters                                             string
 	meta, bodies, refs, registry                         string // the topic's
@@ -48,7 +48,7 @@ func (e *env) gk(topic, group string) groupKeys {
 	g := func(name string) string { return keys.Join(tag, "g", group, name) }
 	return groupKeys{
 		eng:   k,
-		ready: k.Store("ready"), wake: k.Store("wake"),
+		queue: k.Store("queue"), ready: k.Store("ready"), wake: k.Store("wake"),
 		pending: k.Pending(), pendingAt: g("pending_at"), holders: k.Holders(), retries: k.Retries(),
 		dead: k.Dead(), deadInfo: g("dead_info"), counters: g("counters"),
 		meta: k.Meta(), bodies: k.Bodies(), refs: k.Refs(), registry: keys.Join(tag, "zregistry"),
@@ -133,7 +133,60 @@ func (e *env) wakeMark(k groupKeys, group string) int64 {
 
 func zmember(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
 
-// mem is the ready member of a delivery ID of priority 0.
+// qentry is a member of the claim-order ZSET (queue), parsed: "<due><n><id>" scored by the rank
+// PriorityMax - priority, n the letter that gives the ID's length (A: 1 digit).
+type qentry struct {
+	id       string
+	due      int64
+	priority int
+}
+
+// queue returns the group's queue in claim order.
+func (e *env) queue(k groupKeys) []qentry {
+	e.T.Helper()
+	var out []qentry
+	for _, z := range e.zrange(k.queue) {
+		m, _ := z.Member.(string)
+		require.Greater(e.T, len(m), dueDigits+1, "queue member %q", m)
+		due, id := m[:dueDigits], m[dueDigits+1:]
+		require.Equal(e.T, byte('A'+len(id)-1), m[dueDigits], "queue member %q: the letter gives the ID's length", m)
+		d, err := strconv.ParseInt(due, 10, 64)
+		require.NoError(e.T, err)
+		_, err = strconv.ParseUint(id, 10, 64)
+		require.NoError(e.T, err)
+		out = append(out, qentry{id: id, due: d, priority: PriorityMax - int(z.Score)})
+	}
+	return out
+}
+
+// qids returns the delivery IDs of queue entries, in order.
+func qids(q []qentry) []string {
+	out := make([]string, len(q))
+	for i, x := range q {
+		out[i] = x.id
+	}
+	return out
+}
+
+// qmem is the queue member of a delivery ID due at due (ms).
+func qmem(id string, due int64) string {
+	return fmt.Sprintf("%0*d%c%s", dueDigits, due, 'A'+len(id)-1, id)
+}
+
+// setQueuedDue gives a queued message another due time, as if it had been due since then.
+func (e *env) setQueuedDue(k groupKeys, id string, due int64) {
+	e.T.Helper()
+	for _, x := range e.queue(k) {
+		if x.id == id {
+			require.NoError(e.T, e.C.ZRem(e.Ctx, k.queue, qmem(id, x.due)).Err())
+			require.NoError(e.T, e.C.ZAdd(e.Ctx, k.queue, zmember(float64(PriorityMax-x.priority), qmem(id, due))).Err())
+			return
+		}
+	}
+	require.FailNow(e.T, "not queued", "delivery %s", id)
+}
+
+// mem is the ready (due-time ZSET) member of a delivery ID of priority 0.
 func mem(id string) string { return memp(id, 0) }
 
 // memp is the ready member of a delivery ID of priority p (in range).

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -24,8 +25,8 @@ func TestMessagesDueTogetherComeInPublishOrder(t *testing.T) {
 		want = append(want, strconv.Itoa(i))
 	}
 	require.Equal(t, want, e.Publish("t", want...))
-	zs := e.zrange(k.ready)
-	require.Equal(t, mems(want...), members(zs))
+	zs := e.zrange(k.queue)
+	require.Equal(t, want, qids(e.queue(k)))
 	require.True(t, slices.IsSorted(members(zs)), "ZSET order is bytewise member order among equal scores")
 
 	require.Equal(t, want[:5], adaptertest.IDs(e.Claim("t", "g", "c", 5)))
@@ -51,11 +52,13 @@ func TestPriorityOrdersMessagesDueTogether(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"1", "2", "3", "4", "5", "6", "7", "8"}, got)
 
-	require.Equal(t, []string{memp("6", PriorityMax), memp("2", 5), memp("5", 5), memp("1", 0), memp("3", 0),
-		memp("4", -3), memp("8", -3), memp("7", PriorityMin)}, e.ZMembers(k.ready),
+	q := e.queue(k)
+	due := q[0].due
+	require.Equal(t, []qentry{{"6", due, PriorityMax}, {"2", due, 5}, {"5", due, 5}, {"1", due, 0}, {"3", due, 0},
+		{"4", due, -3}, {"8", due, -3}, {"7", due, PriorityMin}}, q,
 		"higher priority first, publish order within one; out-of-range priorities clamped")
-	require.Equal(t, "0000000:0000000000000006", memp("6", PriorityMax))
-	require.Equal(t, "1999998:0000000000000007", memp("7", PriorityMin))
+	require.Equal(t, []float64{0, 2 * PriorityMax}, []float64{e.zrange(k.queue)[0].Score, e.zrange(k.queue)[7].Score},
+		"the score is the rank PriorityMax - priority")
 
 	ds := e.Claim("t", "g", "c", 3)
 	require.Equal(t, []string{"max", "b", "e"}, adaptertest.Payloads(ds))
@@ -70,7 +73,10 @@ func TestPriorityOrdersMessagesDueTogether(t *testing.T) {
 		"a priority is stored nowhere but with its message")
 }
 
-func TestEarlierDueTimeGoesBeforeHigherPriority(t *testing.T) {
+// Among the messages that are due, higher priority goes first, although a lower one has been
+// due for longer: a priority is not a tie-break of due times. Within a priority, the one due
+// first goes first, whether it was published due now or delayed.
+func TestADueHigherPriorityGoesBeforeLowerOnesDueEarlier(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", "g")
@@ -78,13 +84,73 @@ func TestEarlierDueTimeGoesBeforeHigherPriority(t *testing.T) {
 	_, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
 		{Envelope: adaptertest.Envelope("urgent, due later"), Delay: 20 * time.Millisecond, Priority: 9},
 		{Envelope: adaptertest.Envelope("normal, due first")},
+		{Envelope: adaptertest.Envelope("normal, delayed"), Delay: 10 * time.Millisecond},
+		{Envelope: adaptertest.Envelope("urgent, due last"), Delay: 30 * time.Millisecond, Priority: 9},
 	}})
 	require.NoError(t, err)
-	require.Equal(t, 20.0, e.ZScore(k.ready, memp("1", 9))-e.ZScore(k.ready, mem("2")))
-	require.Eventually(t, func() bool { return e.Stats("t", "g").Ready == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, []string{"2"}, qids(e.queue(k)), "due now: queued at once")
+	due := float64(e.queue(k)[0].due)
+	require.Equal(t, []redis.Z{zmember(due+10, mem("3")), zmember(due+20, memp("1", 9)), zmember(due+30, memp("4", 9))},
+		e.zrange(k.ready), "delayed: by due time, with the priority in the member")
+	require.Eventually(t, func() bool { return e.Stats("t", "g").Ready == 4 }, 5*time.Second, time.Millisecond)
 
-	require.Equal(t, []string{"normal, due first", "urgent, due later"}, adaptertest.Payloads(e.Claim("t", "g", "c", 2)),
-		"a priority orders messages due together; it never moves a message ahead of one due earlier")
+	require.Equal(t, []string{"urgent, due later", "urgent, due last", "normal, due first", "normal, delayed"},
+		adaptertest.Payloads(e.Claim("t", "g", "c", 4)))
+}
+
+// A claim moves due members of the due-time ZSET to the queue, earliest due first and at most
+// BatchSize of them, before it takes the head of the queue. A high-priority message due behind
+// more than BatchSize low-priority ones waits for the claims that move those first.
+func TestClaimMovesAtMostBatchSizeDueMembersToTheQueue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BatchSize = 3 })
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	e.PublishDelayed("t", time.Hour, "l1", "l2", "l3", "l4")
+	e.PublishWith("t", time.Hour, 5, "high")
+	now := e.redisNow()
+	for i, id := range []string{"1", "2", "3", "4"} { // due in this order, before "high"
+		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(now-100+float64(i), mem(id))).Err())
+	}
+	require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(now-50, memp("5", 5))).Err())
+	require.Equal(t, int64(5), e.Stats("t", "g").Ready)
+
+	require.Equal(t, []string{"l1"}, adaptertest.Payloads(e.Claim("t", "g", "c", 1)))
+	require.Equal(t, []string{"2", "3"}, qids(e.queue(k)), "three moved, the earliest due; one of them claimed")
+	require.Equal(t, []string{mem("4"), memp("5", 5)}, e.ZMembers(k.ready))
+	require.Equal(t, int64(now)-99, e.queue(k)[0].due, "a moved message keeps its due time")
+
+	require.Equal(t, []string{"high"}, adaptertest.Payloads(e.Claim("t", "g", "c", 1)),
+		"the next claim moves the rest, and the high priority goes first")
+	require.False(t, e.Exists(k.ready))
+	require.Equal(t, []string{"l2", "l3", "l4"}, adaptertest.Payloads(e.Claim("t", "g", "c", 3)))
+}
+
+// Data written by builds that kept every message in the due-time ZSET, scored by due time,
+// is read as it is: a claim moves the due members to the queue in turn, with their priority.
+func TestMessagesOfTheEarlierLayoutAreClaimedByPriority(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	now := e.redisNow()
+	for i, m := range []struct {
+		payload  string
+		priority int
+		due      float64
+	}{{"old low", 0, now - 60_000}, {"old high", 3, now - 1_000}, {"old later", 3, now + 60_000}} {
+		id := strconv.Itoa(i + 1)
+		require.NoError(t, e.C.HSet(e.Ctx, k.bodies, id, pubsub.EncodeEnvelope(adaptertest.Envelope(m.payload))).Err())
+		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(m.due, memp(id, m.priority))).Err())
+	}
+	require.NoError(t, e.C.HSet(e.Ctx, k.meta, "seq", 3).Err())
+	e.Publish("t", "new")
+	s := e.Stats("t", "g")
+	require.Equal(t, [2]int64{3, 1}, [2]int64{s.Ready, s.Delayed})
+	require.InDelta(t, time.Minute, s.OldestReadyAge, float64(5*time.Second))
+
+	require.Equal(t, []string{"old high", "old low", "new"}, adaptertest.Payloads(e.Claim("t", "g", "c", 10)))
+	require.Equal(t, []string{memp("3", 3)}, e.ZMembers(k.ready), "not due: it waits")
 }
 
 func TestClaimNeverTakesAMemberThatIsNotDue(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -17,19 +18,21 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	before := e.redisNow()
 	require.Equal(t, []string{"1", "2", "3"}, e.Publish("orders", "a", "b", "c"))
 	after := e.redisNow()
-	ready := e.zrange(k.ready)
-	require.Equal(t, mems("1", "2", "3"), members(ready))
-	require.Equal(t, "0999999:0000000000000001", ready[0].Member, "rank of priority 0, then the padded ID")
-	score := ready[0].Score
-	for _, z := range ready {
-		require.Equal(t, score, z.Score, "one due time, Redis now, for the whole batch")
+	queue := e.queue(k)
+	require.Equal(t, []string{"1", "2", "3"}, qids(queue))
+	due := queue[0].due
+	require.Equal(t, redis.Z{Score: PriorityMax, Member: qmem("1", due)}, e.zrange(k.queue)[0],
+		"the rank of priority 0; the due time, then the padded ID")
+	for _, x := range queue {
+		require.Equal(t, due, x.due, "one due time, Redis now, for the whole batch")
 	}
-	require.GreaterOrEqual(t, score, before)
-	require.LessOrEqual(t, score, after)
+	require.GreaterOrEqual(t, float64(due), before)
+	require.LessOrEqual(t, float64(due), after)
 	require.Len(t, e.Hash(k.bodies), 3)
 	require.False(t, e.Exists(k.refs), "one group: no reference counts")
 	require.False(t, e.Exists(k.wake), "no consumer is asleep: no wake-up token")
-	require.Equal(t, []string{"bodies", "g:default:ready", "meta", "zregistry"}, e.Keys("orders"))
+	require.Equal(t, []string{"bodies", "g:default:queue", "meta", "zregistry"}, e.Keys("orders"),
+		"due now: straight to the queue; nothing in the due-time ZSET")
 	groups, err := e.b.Groups(e.Ctx, "orders")
 	require.NoError(t, err)
 	require.Equal(t, []string{pubsub.DefaultGroup}, groups, "publishing to a topic without groups registers default")
@@ -39,13 +42,12 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(first))
 	require.Equal(t, adaptertest.Envelope("a"), first[0].Envelope)
 	require.Equal(t, 1, first[0].Attempt)
-	require.Equal(t, mems("3"), e.ZMembers(k.ready))
+	require.Equal(t, []string{qmem("3", due)}, e.ZMembers(k.queue))
 	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pending))
 	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pendingAt))
 	since := int64(e.ZScore(k.pendingAt, "1"))
 	require.Equal(t, float64(since), e.ZScore(k.pendingAt, "2"), "one now for the whole claim")
 	require.Equal(t, float64(since+time.Minute.Milliseconds()), e.ZScore(k.pending, "1"), "leased until now + lease")
-	due := int64(score)
 	require.Equal(t, map[string]record{"1": {"c1", 1, since, due, 0}, "2": {"c1", 1, since, due, 0}}, e.records(k),
 		"holder, attempt, since, the due time each had and its priority")
 	require.False(t, e.Exists(k.retries), "first deliveries: no retries recorded")
@@ -79,7 +81,9 @@ func TestPublishScoresAreDueTimesOnTheRedisClock(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"1", "2", "3", "4"}, got)
 
-	now := e.ZScore(k.ready, mem("1"))
+	queued := e.queue(k)
+	require.Equal(t, []string{"1"}, qids(queued), "due now: queued at once")
+	now := float64(queued[0].due)
 	require.InDelta(t, before, now, 5_000)
 	require.Equal(t, now+250, e.ZScore(k.ready, mem("2")), "due at the batch's now + delay, in ms")
 	require.Equal(t, now+3_600_000, e.ZScore(k.ready, mem("3")))
@@ -97,9 +101,9 @@ func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {
 
 	require.Len(t, e.Hash(a.bodies), 1)
 	require.Equal(t, map[string]string{id: "2"}, e.Hash(a.refs))
-	require.Equal(t, e.zrange(a.ready), e.zrange(b.ready), "the same member and due time in both groups")
-	require.Equal(t, []string{memp(id, 3)}, e.ZMembers(a.ready), "the priority is in the member")
-	require.False(t, e.Exists(e.gk("t", pubsub.DefaultGroup).ready), "default is not registered")
+	require.Equal(t, e.zrange(a.queue), e.zrange(b.queue), "the same member and rank in both groups")
+	require.Equal(t, []qentry{{id: id, due: e.queue(a)[0].due, priority: 3}}, e.queue(a), "the priority is in the score")
+	require.False(t, e.Exists(e.gk("t", pubsub.DefaultGroup).queue), "default is not registered")
 
 	da := e.Claim("t", "a", "c", 1)
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "a", "c", da...))

@@ -17,15 +17,16 @@ func TestExpiredLeaseIsReclaimedDueNow(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "a", "b", "c")
-	due := e.ZScore(k.ready, mem("1"))
+	due := e.queue(k)[0].due
 	crashed := e.Claim("t", "g", "c1", 1)[0]
-	require.Eventually(t, func() bool { return e.redisNow() > due+2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.redisNow() > float64(due+2) }, 5*time.Second, time.Millisecond)
 
 	e.expire("t", "g", crashed.ID)
 	before := e.redisNow()
 	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
-	require.GreaterOrEqual(t, e.ZScore(k.ready, mem(crashed.ID)), before, "due at the reclaim, Redis now")
-	require.Equal(t, mems("2", "3", "1"), e.ZMembers(k.ready))
+	q := e.queue(k)
+	require.Equal(t, []string{"2", "3", "1"}, qids(q))
+	require.GreaterOrEqual(t, float64(q[2].due), before, "due at the reclaim, Redis now")
 	require.False(t, e.Exists(k.pending))
 	require.False(t, e.Exists(k.holders))
 	require.False(t, e.Exists(k.pendingAt))
@@ -52,6 +53,7 @@ func TestExpiredLeaseAtMaxDeliveriesIsDeadLettered(t *testing.T) {
 	require.False(t, e.Exists(k.pending))
 	require.False(t, e.Exists(k.pendingAt))
 	require.False(t, e.Exists(k.holders))
+	require.False(t, e.Exists(k.queue))
 	require.False(t, e.Exists(k.ready))
 	require.False(t, e.Exists(k.retries))
 	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
@@ -74,7 +76,7 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 	res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", Count: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Reclaimed)
-	require.Equal(t, mems("1", "2"), e.ZMembers(e.gk("t", "g").ready))
+	require.Equal(t, []string{"1", "2"}, qids(e.queue(e.gk("t", "g"))))
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Reclaimed)
 }
 

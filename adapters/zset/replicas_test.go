@@ -13,6 +13,6 @@ import (
 func TestPublishWaitsForReplica(t *testing.T) {
 	t.Parallel()
 	adaptertest.PublishWaitsForReplica(t, build, func(ctx context.Context, replica *redis.Client, prefix string) int64 {
-		return replica.ZCard(ctx, "{"+prefix+":t}:g:default:ready").Val()
+		return replica.ZCard(ctx, "{"+prefix+":t}:g:default:queue").Val()
 	})
 }

@@ -19,7 +19,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 
 	e.expire("t", "g", old.ID)
 	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
-	require.Equal(t, mems(old.ID), e.ZMembers(k.ready))
+	require.Equal(t, []string{old.ID}, qids(e.queue(k)))
 	require.Empty(t, e.Hash(k.holders))
 	require.Equal(t, pubsub.ReclaimResult{}, e.Reclaim("t", "g", 0), "reclaim is idempotent")
 
@@ -40,7 +40,7 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	require.Equal(t, map[string]string{cur.ID: "c2:2"}, e.holders(k))
 	require.False(t, e.Exists(k.retries))
 	require.Equal(t, deadline, e.ZScore(k.pending, cur.ID))
-	require.False(t, e.Exists(k.ready))
+	require.False(t, e.Exists(k.queue))
 
 	lost, err = e.b.Extend(e.Ctx, &pubsub.ExtendParams{Topic: "t", Group: "g", Consumer: "c2", Items: adaptertest.Held(cur), Lease: time.Hour})
 	require.NoError(t, err)
@@ -62,14 +62,17 @@ func TestRetryAndReleaseKeepTheirPlaceAndDelayedRetryIsRescored(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "1st", "2nd")
-	due := e.ZScore(k.ready, mem("1"))
-	require.Eventually(t, func() bool { return e.redisNow() > due+2 }, 5*time.Second, time.Millisecond)
+	due := e.queue(k)[0].due
+	require.Eventually(t, func() bool { return e.redisNow() > float64(due+2) }, 5*time.Second, time.Millisecond)
 	e.Publish("t", "3rd") // due later than the first two
 
 	d := e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt}))
-	require.Equal(t, due, e.ZScore(k.ready, mem(d.ID)), "the due time it had, not now")
-	require.Equal(t, mems("1", "2", "3"), e.ZMembers(k.ready), "retried message is next")
+	q := e.queue(k)
+	require.Equal(t, qentry{id: d.ID, due: due}, q[0], "the due time it had, not now")
+	require.Equal(t, []string{"1", "2", "3"}, qids(q), "retried message is next")
+	require.Greater(t, q[2].due, due)
+	require.False(t, e.Exists(k.ready), "nothing delayed")
 	require.False(t, e.Exists(k.pending))
 	require.False(t, e.Exists(k.pendingAt))
 	require.False(t, e.Exists(k.holders))
@@ -81,7 +84,7 @@ func TestRetryAndReleaseKeepTheirPlaceAndDelayedRetryIsRescored(t *testing.T) {
 	rel := e.Nack("t", "g", "c", 2, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
 	require.Equal(t, pubsub.NackResult{Requeued: 1}, rel, "release is not an attempt, even at MaxDeliveries")
 	require.Equal(t, map[string]string{d.ID: "1"}, e.Hash(k.retries))
-	require.Equal(t, due, e.ZScore(k.ready, mem(d.ID)))
+	require.Equal(t, qentry{id: d.ID, due: due}, e.queue(k)[0])
 
 	d = e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, 2, d.Attempt)
@@ -104,8 +107,13 @@ func TestRetryKeepsItsPriority(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	id := e.PublishWith("t", 0, -7, "low")[0]
 	d := e.Claim("t", "g", "c", 1)[0]
+	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
+	require.Equal(t, []string{id}, qids(e.queue(k)))
+	require.Equal(t, -7, e.queue(k)[0].priority, "an immediate retry is queued with its priority")
+	d = e.Claim("t", "g", "c", 1)[0]
 	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Minute})
-	require.Equal(t, []string{memp(id, -7)}, e.ZMembers(k.ready))
+	require.Equal(t, []string{memp(id, -7)}, e.ZMembers(k.ready), "a delayed one waits by due time with its priority")
+	require.False(t, e.Exists(k.queue))
 }
 
 // A nack wakes a blocked consumer, which then sleeps until the retry is due rather than until

@@ -21,7 +21,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	// Age the oldest pending and ready entries by a known amount, on the Redis clock.
 	now := e.ZScore(k.pendingAt, d[0].ID)
 	require.NoError(t, e.C.ZAdd(e.Ctx, k.pendingAt, zmember(now-60_000, d[0].ID)).Err())
-	require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(now-120_000, mem("3"))).Err())
+	e.setQueuedDue(k, "3", int64(now)-120_000)
 	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
 	s := e.Stats("t", "g")
@@ -38,4 +38,30 @@ func TestStatsCountsAndAges(t *testing.T) {
 	s = e.Stats("t", "g")
 	require.Equal(t, [2]int64{0, 1}, [2]int64{s.Ready, s.Delayed})
 	require.Zero(t, s.OldestReadyAge)
+}
+
+// Ready counts the queue and the members of the due-time ZSET that are due but not yet moved
+// to the queue; the oldest ready age is the oldest due time among all of them, whatever its
+// priority.
+func TestStatsSeeEveryPriorityAndDueMessagesNotYetQueued(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	for _, p := range []int{5, 0, -3} {
+		e.PublishWith("t", 0, p, "x", "y")
+	}
+	e.PublishDelayed("t", time.Hour, "later")
+	now := int64(e.redisNow())
+	e.setQueuedDue(k, "6", now-300_000) // the second of priority -3, behind two higher ones
+	e.setQueuedDue(k, "3", now-200_000)
+	s := e.Stats("t", "g")
+	require.Equal(t, [2]int64{6, 1}, [2]int64{s.Ready, s.Delayed})
+	require.InDelta(t, 300*time.Second, s.OldestReadyAge, float64(5*time.Second), "the lowest priority's oldest")
+
+	// The delayed message became due long ago, and no claim has moved it to the queue yet.
+	require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(float64(now-400_000), mem("7"))).Err())
+	s = e.Stats("t", "g")
+	require.Equal(t, [2]int64{7, 0}, [2]int64{s.Ready, s.Delayed})
+	require.InDelta(t, 400*time.Second, s.OldestReadyAge, float64(5*time.Second))
 }

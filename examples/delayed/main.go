@@ -2,9 +2,9 @@
 //
 // Five jobs are published in one batch, each with a delay (pubsub.SetDelay) and one with a
 // priority (pubsub.SetPriority). The handler receives them in due order, not publish order,
-// and of two jobs due at the same time the one with the higher priority first. It prints how
-// late each job fired, in coarse buckets: the zset backend wakes an idle consumer at the due
-// time instead of polling, so jobs fire within milliseconds of being due.
+// and of the jobs that are due, the higher priority first (two are due together here). It
+// prints how late each job fired, in coarse buckets: the zset backend wakes an idle consumer at
+// the due time instead of polling, so jobs fire within milliseconds of being due.
 //
 //	REDIS_URL=redis://localhost:6379 go run ./examples/delayed
 package main

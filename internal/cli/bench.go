@@ -33,8 +33,9 @@ goroutines sharing one Publisher), consume+ack throughput (4 subscribers, relq C
 end-to-end throughput at 1, 4 and 16 subscribers (from a pre-filled backlog, and while a
 producer publishes), pickup latency for an idle subscriber at 500 msg/s, lateness of delayed
 messages, recovery after a consumer dies holding a message, Redis memory per queued message,
-and the commands an idle subscriber costs; and redis-benchmark's LPUSH rate (-P 16) as the
-physical reference.
+the commands an idle subscriber costs, and (zset, the backend with priorities) how soon a
+high-priority message reaches a handler behind 100,000 due ones; and redis-benchmark's LPUSH
+rate (-P 16) as the physical reference.
 
 For publishing and consume+ack it also reports what Redis spent per message: CPU (INFO cpu)
 and commands run (INFO commandstats, the commands inside scripts included), by command in

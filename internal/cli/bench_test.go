@@ -73,6 +73,14 @@ func TestBenchQuickJSONHasEveryFigure(t *testing.T) {
 		require.IsType(t, 0.0, idle["redis_per_sec"], name)
 		requireCosts(t, name, tr)
 		requireRounds(t, name, tr)
+		if name == "zset" {
+			prio := tr["priority_pickup"].(map[string]any)
+			for _, key := range []string{"due_now", "delayed", "delayed_backlog"} {
+				require.IsType(t, 0.0, prio[key].(map[string]any)["ms"], "zset priority pickup %s", key)
+			}
+		} else {
+			require.Nil(t, tr["priority_pickup"], "%s has no priorities", name)
+		}
 		if name == "redisstream" {
 			require.Nil(t, tr["scale"], "the scale phase drives relq backends only")
 		} else {

@@ -7,8 +7,8 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
-// statsWindow is the store's window for Stats (list: entries looked at at each end of ready
-// for OldestReadyAge).
+// statsWindow is the store's window for Stats' OldestReadyAge (list: entries looked at at
+// each end of ready; zset: priorities whose oldest due message is looked at).
 const statsWindow = 100
 
 // Stats reads the group's state in one read-only script, so the numbers are one snapshot and

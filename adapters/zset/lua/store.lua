@@ -1,16 +1,26 @@
--- store.lua: the zset backend's ready store, for internal/engine's scripts: one ZSET, k.ready,
--- whose score is a message's due time in ms on the Redis clock (due and delayed alike), and
--- k.wake, the LIST of wake-up tokens that blocked claims wait on. PRIORITY_MIN, PRIORITY_MAX,
--- RANK_DIGITS and WAKE_TTL_MS are set from Go (scripts.go).
+-- store.lua: the zset backend's ready store, for internal/engine's scripts. Two ZSETs and a
+-- LIST per group; PRIORITY_MIN, PRIORITY_MAX, RANK_DIGITS, DUE_DIGITS and WAKE_TTL_MS are set
+-- from Go (backend.go):
 --
--- Members of equal score sort bytewise, so a member is written to sort in the order messages
--- due together are delivered: "<rank>:<id>", the rank PRIORITY_MAX - priority (higher
--- priority, lower rank) zero-padded to RANK_DIGITS and the delivery ID zero-padded to 16
--- digits (publish order within a priority). A pending message's extra (engine.lua) is
--- "due:priority": the due time it had when claimed and its priority.
+--   k.queue  due messages in the order they are claimed: score the rank PRIORITY_MAX -
+--            priority (higher priority, lower rank), member "<due><n><id>": the due time
+--            zero-padded to DUE_DIGITS, a letter n giving the delivery ID's number of digits
+--            (A for 1, B for 2, ...) and the ID, so that members of one rank sort by due time,
+--            then by ID as a number (Redis orders equal scores bytewise), in as few bytes as
+--            the ready member. A claim pops its head: O(batch · log N), whatever waits behind.
+--   k.ready  messages by due time: score the due time, member "<rank>:<id>" (zero-padded to
+--            RANK_DIGITS and 16 digits). It holds the delayed messages (publish with a delay,
+--            nack backoff) until a claim finds them due and moves them to queue, at most the
+--            script's batch limit per claim, earliest due first (promote). Earlier builds
+--            kept every message here, in this form: a claim moves those to queue in turn.
+--   k.wake   the LIST of wake-up tokens that blocked claims wait on.
+--
+-- A pending message's extra (engine.lua) is "due:priority": the due time it had when claimed
+-- and its priority.
 
 local MEMBER_FORMAT = '%0' .. RANK_DIGITS .. 'd:%016d'
 local MEMBER_LEN = RANK_DIGITS + 17
+local DUE_FORMAT = '%0' .. DUE_DIGITS .. 'd'
 
 -- member is the ready member of id with priority p. Lua numbers are exact up to 2^53, below
 -- 10^16.
@@ -27,6 +37,27 @@ local function id_of(m)
   return ms(tonumber(string.sub(m, RANK_DIGITS + 2))), PRIORITY_MAX - tonumber(string.sub(m, 1, RANK_DIGITS))
 end
 
+-- queued is the queue member of id, due at due.
+local function queued(due, id)
+  id = ms(tonumber(id))
+  return string.format(DUE_FORMAT, due) .. string.char(64 + #id) .. id
+end
+
+-- unqueue is the delivery ID and due time of a queue member, or nil for a member relq did not
+-- write.
+local function unqueue(m)
+  local n = string.byte(m, DUE_DIGITS + 1)
+  if not n or #m ~= DUE_DIGITS + n - 63 or not string.find(m, '^%d+%u%d+$') then
+    return nil
+  end
+  return string.sub(m, DUE_DIGITS + 2), tonumber(string.sub(m, 1, DUE_DIGITS))
+end
+
+-- clamp brings a priority into [PRIORITY_MIN, PRIORITY_MAX].
+local function clamp(p)
+  return math.max(PRIORITY_MIN, math.min(PRIORITY_MAX, p))
+end
+
 -- wake pushes a wake-up token for the consumers blocked in BLPOP on key, unless one is waiting
 -- already: one token wakes one consumer, which passes it on if more is due (store_claimed).
 -- The token expires, so an unclaimed one does not outlive the moment it was meant for.
@@ -37,37 +68,66 @@ local function wake(key)
   end
 end
 
--- store_push adds a publish's messages ({id, delay, prio}) to ready, due at now + delay, and
--- wakes a blocked consumer when one is asleep: mark is the group's wake mark in meta, the time
--- until which a consumer said it sleeps (store_wait).
+-- store_push adds a publish's messages ({id, delay, prio}): those due now to queue, delayed
+-- ones to ready at now + delay; and wakes a blocked consumer when one is asleep: mark is the
+-- group's wake mark in meta, the time until which a consumer said it sleeps (store_wait). A
+-- delayed publish wakes one too, so that it learns the new earliest due time.
 local function store_push(k, msgs, now, mark)
-  local z = {}
+  local q, z = {}, {}
   for _, m in ipairs(msgs) do
-    z[#z + 1] = now + m.delay
-    z[#z + 1] = member(m.id, math.max(PRIORITY_MIN, math.min(PRIORITY_MAX, m.prio)))
+    local p = clamp(m.prio)
+    if m.delay > 0 then
+      z[#z + 1] = now + m.delay
+      z[#z + 1] = member(m.id, p)
+    else
+      q[#q + 1] = PRIORITY_MAX - p
+      q[#q + 1] = queued(now, m.id)
+    end
   end
-  call_chunked('ZADD', k.ready, z, 2)
+  if #q > 0 then call_chunked('ZADD', k.queue, q, 2) end
+  if #z > 0 then call_chunked('ZADD', k.ready, z, 2) end
   if mark == 'force' or (mark and tonumber(mark) >= now) then wake(k.wake) end
 end
 
--- store_take takes up to n members due at now, in ZSET order (due time, then rank, then id),
--- and returns their ids and notes (due time and priority).
--- With nothing due it costs one look at the earliest member.
-local function store_take(k, n, now, _)
+-- promote moves up to limit members of ready that are due at now to queue, earliest due first,
+-- each with its due time and priority; members relq did not write are dropped. With nothing
+-- due it costs one look at the earliest member.
+-- It removes before it adds: on a full Redis (noeviction) a script may still add once it has
+-- written, and a claim must keep working there.
+local function promote(k, now, limit)
   local first = first_due(k, k.ready)
-  if not first or first > now then return {} end
+  if not first or first > now then return end
   k.first_due = nil
-  local due = redis.call('ZRANGE', k.ready, '-inf', now, 'BYSCORE', 'LIMIT', 0, n, 'WITHSCORES')
-  local ids, extras, members = {}, {}, {}
+  local due = redis.call('ZRANGE', k.ready, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+  local gone, q = {}, {}
   for i = 1, #due, 2 do
-    members[#members + 1] = due[i]
+    gone[#gone + 1] = due[i]
     local id, p = id_of(due[i])
     if id then
-      ids[#ids + 1] = id
-      extras[#ids] = due[i + 1] .. ':' .. p
+      q[#q + 1] = PRIORITY_MAX - p
+      q[#q + 1] = queued(tonumber(due[i + 1]), id)
     end
   end
-  if #members > 0 then call_chunked('ZREM', k.ready, members, 1) end
+  call_chunked('ZREM', k.ready, gone, 1)
+  if #q > 0 then call_chunked('ZADD', k.queue, q, 2) end
+end
+
+-- store_take moves what is due from ready to queue (at most limit), then pops up to n members
+-- of queue: higher priority first, then earlier due time, then publish order. It returns their
+-- ids and notes (due time and priority). A member relq did not write is dropped and counts
+-- against n.
+local function store_take(k, n, now, limit)
+  promote(k, now, math.max(limit, n))
+  local top = redis.call('ZPOPMIN', k.queue, n)
+  k.taken = #top / 2
+  local ids, extras = {}, {}
+  for i = 1, #top, 2 do
+    local id, due = unqueue(top[i])
+    if id then
+      ids[#ids + 1] = id
+      extras[#ids] = ms(due) .. ':' .. ms(PRIORITY_MAX - tonumber(top[i + 1]))
+    end
+  end
   return ids, extras
 end
 
@@ -77,19 +137,19 @@ end
 local function store_claimed(k, full, now, group)
   if not full then return end
   local mark = redis.call('HGET', k.meta, 'w:' .. group)
-  if mark and tonumber(mark) >= now
-    and #redis.call('ZRANGE', k.ready, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1) > 0 then
-    wake(k.wake)
-  end
+  if not mark or tonumber(mark) < now then return end
+  local first = first_due(k, k.ready)
+  if redis.call('EXISTS', k.queue) == 1 or (first and first <= now) then wake(k.wake) end
 end
 
--- store_wait is the ms until the earliest member is due (0: now), or -1 when none is
+-- store_wait is the ms until the earliest message is due (0: now), or -1 when none is
 -- scheduled. It marks the group asleep in meta until the caller's wait is over, so publishes
 -- push a wake-up token while someone may be blocked and skip it otherwise. The mark is the
 -- script's only write, which Redis refuses when it is out of memory: then it is left out (no
 -- publish can succeed to need it), and the claim still answers.
 local function store_wait(k, now, group, block)
   if block > 0 then redis.pcall('HSET', k.meta, 'w:' .. group, now + block) end
+  if (k.taken or 0) > 0 then return 0 end -- store_take dropped foreign members: look again
   local first = first_due(k, k.ready)
   if not first then return -1 end
   return math.max(0, first - now)
@@ -98,44 +158,61 @@ end
 -- extra_of reads a pending message's extra: due time and priority.
 local function extra_of(x)
   local due, p = string.match(x or '', '^(%d+):(-?%d+)$')
-  return tonumber(due), tonumber(p) or 0
+  return tonumber(due), clamp(tonumber(p) or 0)
 end
 
--- store_back puts items back in ready. A delayed retry is due at its due time; a release and
--- an immediate retry keep their place in line (the due time they had when claimed, never
--- later than now), so one consumer still sees publish order; a reclaimed lease and a requeued
--- dead letter are due now, behind what is already due. A blocked consumer is woken.
+-- store_back puts items back. A delayed retry waits in ready until its due time; the others go
+-- to queue with their priority. A release and an immediate retry keep their place in line (the
+-- due time they had when claimed, never later than now), so one consumer still sees publish
+-- order; a reclaimed lease and a requeued dead letter are due now, behind what of their
+-- priority is already due. A blocked consumer is woken.
 local function store_back(k, items, now)
   if #items == 0 then return end
-  local z = {}
+  local q, z = {}, {}
   for _, it in ipairs(items) do
     local due, p = extra_of(it.extra)
-    local score = now
     if it.kind == 'delay' then
-      score = it.due
-    elseif (it.kind == 'release' or it.kind == 'retry') and due then
-      score = math.min(now, due)
+      z[#z + 1] = it.due
+      z[#z + 1] = member(it.id, p)
+    else
+      local at = now
+      if (it.kind == 'release' or it.kind == 'retry') and due then at = math.min(now, due) end
+      q[#q + 1] = PRIORITY_MAX - p
+      q[#q + 1] = queued(at, it.id)
     end
-    z[#z + 1] = score
-    z[#z + 1] = member(it.id, p)
   end
-  call_chunked('ZADD', k.ready, z, 2)
-  k.first_due = nil
+  if #q > 0 then call_chunked('ZADD', k.queue, q, 2) end
+  if #z > 0 then
+    call_chunked('ZADD', k.ready, z, 2)
+    k.first_due = nil
+  end
   wake(k.wake)
 end
 
--- store_next_due: -1, delayed messages wait in ready itself and need no promotion.
+-- store_next_due: -1; claims move due messages to queue, and a consumer wakes for the earliest
+-- due time itself (store_wait).
 local function store_next_due(_, _) return -1 end
 
--- store_upkeep: nothing to promote (delayed messages wait in ready itself) and no orphans (a
--- claim takes and leases in one script).
+-- store_upkeep: nothing to promote (claims do) and no orphans (a claim takes and leases in one
+-- script).
 local function store_upkeep(_, _, _, _) return 0, 0 end
 
--- store_counts returns ready (due) and delayed members, the due time of the earliest due
--- member (nil: none), and 0 staged.
-local function store_counts(k, now, _)
-  local first = redis.call('ZRANGE', k.ready, 0, 0, 'WITHSCORES')
+-- store_counts returns ready (queue, and the due members of ready), delayed (the others),
+-- the due time of the oldest due message (nil: none), and 0 staged. Within one priority the
+-- head of queue is the oldest, so the oldest is found by visiting the head of each priority
+-- in queue, up to window priorities (O(window · log N)): exact with up to window priorities
+-- in use, else the age is a lower bound.
+local function store_counts(k, now, window)
+  local first = first_due(k, k.ready)
   local since
-  if first[2] and tonumber(first[2]) <= now then since = tonumber(first[2]) end
-  return redis.call('ZCOUNT', k.ready, '-inf', now), redis.call('ZCOUNT', k.ready, '(' .. now, '+inf'), since, 0
+  if first and first <= now then since = first end
+  local head = redis.call('ZRANGE', k.queue, 0, 0, 'WITHSCORES')
+  for _ = 1, window do
+    if not head[1] then break end
+    local _, due = unqueue(head[1])
+    if due and (not since or due < since) then since = due end
+    head = redis.call('ZRANGE', k.queue, '(' .. head[2], '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+  end
+  return redis.call('ZCARD', k.queue) + redis.call('ZCOUNT', k.ready, '-inf', now),
+    redis.call('ZCOUNT', k.ready, '(' .. now, '+inf'), since, 0
 end
