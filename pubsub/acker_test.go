@@ -59,8 +59,10 @@ func TestAcksCoalesceWhileACallIsInFlight(t *testing.T) {
 	for _, m := range msgs {
 		require.True(t, m.Ack())
 	}
-	// The first ack's call is held; give the workers a moment to queue the other acks.
-	time.AfterFunc(200*time.Millisecond, func() { close(b.gate) })
+	// The first ack's call is held until every ack is queued: a message's context is
+	// cancelled once its ack is queued for the acker.
+	waitQueued(t, msgs)
+	close(b.gate)
 	eventually(t, inner, topic, "all acked", func(st pubsub.Stats) bool { return st.Counters.Acked == n && st.Pending == 0 })
 
 	calls := b.ackCalls()
@@ -70,4 +72,18 @@ func TestAcksCoalesceWhileACallIsInFlight(t *testing.T) {
 	}
 	require.Equal(t, n, total)
 	require.LessOrEqual(t, len(calls), 2, "acks were not coalesced: items per call %v", calls)
+}
+
+// waitQueued waits until the acks or nacks of msgs are queued for the acker, which the
+// subscriber signals by cancelling each message's context.
+func waitQueued(t *testing.T, msgs []*message.Message) {
+	t.Helper()
+	deadline := time.After(waitFor)
+	for _, m := range msgs {
+		select {
+		case <-m.Context().Done():
+		case <-deadline:
+			t.Fatalf("acks not queued within %v", waitFor)
+		}
+	}
 }
