@@ -2,6 +2,9 @@ package pubsub_test
 
 import (
 	"context"
+	"net"
+	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -59,8 +62,10 @@ func TestAcksCoalesceWhileACallIsInFlight(t *testing.T) {
 	for _, m := range msgs {
 		require.True(t, m.Ack())
 	}
-	// The first ack's call is held; give the workers a moment to queue the other acks.
-	time.AfterFunc(200*time.Millisecond, func() { close(b.gate) })
+	// The first ack's call is held until every ack is queued: a message's context is
+	// cancelled once its ack is queued for the acker.
+	waitQueued(t, msgs)
+	close(b.gate)
 	eventually(t, inner, topic, "all acked", func(st pubsub.Stats) bool { return st.Counters.Acked == n && st.Pending == 0 })
 
 	calls := b.ackCalls()
@@ -70,4 +75,87 @@ func TestAcksCoalesceWhileACallIsInFlight(t *testing.T) {
 	}
 	require.Equal(t, n, total)
 	require.LessOrEqual(t, len(calls), 2, "acks were not coalesced: items per call %v", calls)
+}
+
+// waitQueued waits until the acks or nacks of msgs are queued for the acker, which the
+// subscriber signals by cancelling each message's context.
+func waitQueued(t *testing.T, msgs []*message.Message) {
+	t.Helper()
+	deadline := time.After(waitFor)
+	for _, m := range msgs {
+		select {
+		case <-m.Context().Done():
+		case <-deadline:
+			t.Fatalf("acks not queued within %v", waitFor)
+		}
+	}
+}
+
+// timingOutAcks wraps a backend: an Ack call of more than fits items runs in Redis, then fails
+// as the Redis client fails a reply that outlasts its ReadTimeout.
+type timingOutAcks struct {
+	pubsub.Backend
+	fits int
+
+	mu    sync.Mutex
+	calls []int           // items per call
+	acked map[string]bool // IDs of the calls that succeeded
+}
+
+func (b *timingOutAcks) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
+	res, err := b.Backend.Ack(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, len(p.Items))
+	if len(p.Items) > b.fits {
+		return pubsub.AckResult{}, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	}
+	for _, it := range p.Items {
+		b.acked[it.ID] = true
+	}
+	return res, nil
+}
+
+func (b *timingOutAcks) record() (calls []int, acked int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]int(nil), b.calls...), len(b.acked)
+}
+
+// Ack calls too large for the client's ReadTimeout (they run in Redis, but the reply comes
+// too late) are split until they fit: every ack goes through a call that succeeds, and the
+// group ends with every message acked and nothing pending, where the acker used to send the
+// same call again for ever.
+func TestAcksThatTimeOutAreSplit(t *testing.T) {
+	t.Parallel()
+	const n, fits = 200, 16
+	inner := newBackend(t)
+	gated := &gatedAcks{Backend: inner, gate: make(chan struct{})}
+	b := &timingOutAcks{Backend: gated, fits: fits, acked: map[string]bool{}}
+	pub := newPublisher(t, inner)
+	const topic = "ack-timeouts"
+	sub := newSubscriber(t, b, pubsub.SubscriberConfig{Concurrency: n, Prefetch: -1})
+	ch, err := sub.Subscribe(context.Background(), topic)
+	require.NoError(t, err)
+	publishN(t, pub, topic, n)
+
+	msgs := make([]*message.Message, n)
+	for i := range msgs {
+		msgs[i] = receive(t, ch)
+		require.True(t, msgs[i].Ack())
+	}
+	waitQueued(t, msgs) // so that one call carries more than fits
+	close(gated.gate)
+
+	require.Eventually(t, func() bool {
+		_, acked := b.record()
+		return acked == n
+	}, waitFor, 10*time.Millisecond, "not every ack went through a call that succeeded")
+	st := eventually(t, inner, topic, "all acked", func(st pubsub.Stats) bool { return st.Counters.Acked == n && st.Pending == 0 })
+	calls, _ := b.record()
+	t.Logf("items per call: %v; stale acks (acks sent again after a call that ran): %d", calls, st.Counters.StaleAcks)
+	require.Greater(t, slices.Max(calls), fits, "no call timed out")
 }

@@ -21,6 +21,7 @@ const (
 	CloseTimeoutDefault      = 30 * time.Second
 	RetryMinDefault          = 50 * time.Millisecond
 	RetryMaxDefault          = 5 * time.Second
+	AckBatchDefault          = 1000
 	heartbeatFractionDefault = 3
 )
 
@@ -128,6 +129,12 @@ type SubscriberConfig struct {
 	// FromOldest makes a new group start from the oldest retained message on backends with
 	// Capabilities.NewGroupReplay. Defaults to false (new messages only).
 	FromOldest bool
+	// AckBatch bounds the acks, and the nacks, that one Backend call carries, so that no call
+	// makes a script too long for Redis or for the client's ReadTimeout; more waiting go in
+	// the next calls, and claiming pauses while more than AckBatch wait. A call the client
+	// times out is split in halves and sent again (see the acker). Defaults to
+	// AckBatchDefault (1000, the backends' own BatchSizeDefault).
+	AckBatch int
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -179,6 +186,9 @@ func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 	if c.RetryMax == 0 {
 		c.RetryMax = RetryMaxDefault
 	}
+	if c.AckBatch == 0 {
+		c.AckBatch = AckBatchDefault
+	}
 	return c
 }
 
@@ -208,6 +218,8 @@ func (c SubscriberConfig) validate() error {
 		return &ConfigError{Field: "CloseTimeout", Reason: "must not be negative"}
 	case c.RetryMin <= 0 || c.RetryMax < c.RetryMin:
 		return &ConfigError{Field: "RetryMax", Reason: "RetryMin must be positive and RetryMax at least RetryMin"}
+	case c.AckBatch < 1:
+		return &ConfigError{Field: "AckBatch", Reason: "must be at least 1"}
 	}
 	return nil
 }

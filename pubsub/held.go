@@ -28,11 +28,17 @@ type heldSet struct {
 	mu      sync.Mutex
 	entries map[Held]*heldEntry
 	active  int // buffered or handling: what counts against Concurrency+Prefetch
+	waiting int // settling: acked or nacked, until the acker's call for it succeeds
+	backlog int // settling entries beyond this count against the capacity too
 	acks    []Held
 	nacks   []NackItem
 }
 
-func (h *heldSet) init() { h.entries = make(map[Held]*heldEntry) }
+// init prepares the set; backlog is AckBatch.
+func (h *heldSet) init(backlog int) {
+	h.entries = make(map[Held]*heldEntry)
+	h.backlog = backlog
+}
 
 func key(d Delivery) Held { return Held{ID: d.ID, Attempt: d.Attempt} }
 
@@ -44,11 +50,14 @@ func (h *heldSet) add(d Delivery) {
 	h.active++
 }
 
-// activeCount returns how many deliveries count against the capacity.
+// activeCount returns how many deliveries count against the capacity: those buffered or
+// with a handler, and the results waiting for the acker beyond one full batch. So while acks
+// lag (Redis slow, calls timing out and being split), the subscription stops claiming work it
+// cannot settle, and what it holds, and the heartbeat extends, stays bounded.
 func (h *heldSet) activeCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.active
+	return h.active + max(0, h.waiting-h.backlog)
 }
 
 // take moves a buffered delivery to a worker. It returns false, and forgets the delivery,
@@ -88,14 +97,16 @@ func (h *heldSet) settleNack(item NackItem) {
 
 func (h *heldSet) settling(k Held) {
 	e, ok := h.entries[k]
-	if !ok {
+	switch {
+	case !ok:
 		h.entries[k] = &heldEntry{state: stateSettling}
-		return
-	}
-	if e.state != stateSettling {
+	case e.state == stateSettling:
+		return // settled twice: counted once
+	default:
 		h.active--
+		e.state = stateSettling
 	}
-	e.state = stateSettling
+	h.waiting++
 }
 
 // queued takes the acks and nacks queued since the last call.
@@ -118,7 +129,9 @@ func (h *heldSet) forget(k Held) {
 }
 
 func (h *heldSet) remove(k Held, e *heldEntry) {
-	if e.state != stateSettling {
+	if e.state == stateSettling {
+		h.waiting--
+	} else {
 		h.active--
 	}
 	delete(h.entries, k)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -81,4 +82,16 @@ func permanent(err error) bool {
 		}
 	}
 	return false
+}
+
+// clientTimeout reports a call that the Redis client stopped waiting for (ReadTimeout or
+// WriteTimeout): it may still have run in Redis, and it may have been too large to finish in
+// time. A dial that timed out is not one: no call was sent.
+func clientTimeout(err error) bool {
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
 }

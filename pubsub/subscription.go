@@ -69,7 +69,7 @@ func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscrip
 		ackerWake: make(chan struct{}, 1),
 		ackerQuit: make(chan struct{}),
 	}
-	sub.held.init()
+	sub.held.init(c.AckBatch)
 	sub.msgCtx, sub.cancelMsg = context.WithCancel(ctx)
 	sub.hard, sub.cancelHard = context.WithCancel(context.Background())
 	return sub
