@@ -7,6 +7,7 @@
 -- ready) or when the consumer no longer holds that attempt; a pending stale item is still acked.
 
 local k = keys_at(TOPIC_KEYS + 1)
+drain_ok(k.meta)
 local consumer = ARGV[1]
 local ids, want, seen = {}, {}, {}
 local stale = 0
