@@ -47,7 +47,6 @@
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
   leases = KEYS[5], pending = KEYS[6], published = KEYS[7], wake = KEYS[8], group = ARGV[1],
   parked = ARGV[3]}
-drain_ok(k.counters)
 local consumer, n, scan = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6])
 
 -- The clock is read when something needs it: an idle claim has nothing to compare.

@@ -12,7 +12,6 @@
 -- scheduled.
 
 local k = keys_at(TOPIC_KEYS + 1)
-drain_ok(k.meta)
 local consumer, n = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 local out = {-1}
