@@ -50,3 +50,8 @@ func (e *Engine) WaitReplicas(ctx context.Context, topic string, n int, timeout 
 		pipe.HIncrBy(ctx, meta, "seq", 0)
 	}, n, timeout)
 }
+
+// Eviction reads Redis's maxmemory-policy and evicted keys (pubsub.EvictionReader).
+func (e *Engine) Eviction(ctx context.Context) (pubsub.Eviction, error) {
+	return backendkit.ReadEviction(ctx, e.client)
+}
