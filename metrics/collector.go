@@ -40,7 +40,7 @@ type CollectorConfig struct {
 	Timeout time.Duration
 	// ConstLabels are added to every series, to tell apart collectors that would otherwise
 	// report the same series (e.g. {"prefix": "billing"}). They must not be named backend,
-	// topic or group.
+	// topic, group or policy.
 	ConstLabels prometheus.Labels
 	// Logger is told when a backend becomes unreadable and when it is read again: once per
 	// change, not at every failed scrape. Defaults to discarding.
@@ -64,8 +64,12 @@ func (c CollectorConfig) WithDefaults() CollectorConfig {
 // metricNameRE is the classic Prometheus name syntax, which needs no quoting in PromQL.
 var metricNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-// reservedLabels are the collector's own variable labels.
-var reservedLabels = []string{"backend", "topic", "group"}
+// reservedLabels are the collector's own variable labels of the per-group series;
+// policyLabel is the one of relq_redis_evicts_queue_keys.
+var (
+	reservedLabels = []string{"backend", "topic", "group"}
+	policyLabel    = "policy"
+)
 
 func (c CollectorConfig) validate() error {
 	if len(c.Backends) == 0 {
@@ -102,7 +106,7 @@ func (c CollectorConfig) validate() error {
 	if c.Timeout < 0 {
 		return &pubsub.ConfigError{Field: "Timeout", Reason: "must not be negative"}
 	}
-	for _, l := range reservedLabels {
+	for _, l := range append(slices.Clone(reservedLabels), policyLabel) {
 		if _, ok := c.ConstLabels[l]; ok {
 			return &pubsub.ConfigError{Field: "ConstLabels", Reason: fmt.Sprintf("must not set %q, a label of the collector's own", l)}
 		}
@@ -201,7 +205,7 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 		"Time taken to read the backend's stats at this scrape.", []string{"backend"}, cfg.ConstLabels)
 	c.evicts = prometheus.NewDesc(name("redis_evicts_queue_keys"),
 		"1 if Redis's maxmemory-policy (label policy) lets a full Redis evict relq's queue keys, losing their messages without an error (allkeys-*); 0 if not. Absent when Redis does not say (INFO refused).",
-		[]string{"backend", "policy"}, cfg.ConstLabels)
+		[]string{"backend", policyLabel}, cfg.ConstLabels)
 	c.evicted = prometheus.NewDesc(name("redis_evicted_keys_total"),
 		"Keys Redis evicted since it started (INFO evicted_keys), relq's or not. Absent when Redis does not say.",
 		[]string{"backend"}, cfg.ConstLabels)

@@ -408,6 +408,8 @@ func TestNewCollectorValidates(t *testing.T) {
 		{"negative timeout", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"}, Timeout: -time.Second}, "Timeout"},
 		{"reserved label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
 			ConstLabels: prometheus.Labels{"topic": "x"}}, "ConstLabels"},
+		{"eviction label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
+			ConstLabels: prometheus.Labels{"policy": "x"}}, "ConstLabels"},
 		{"invalid label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
 			ConstLabels: prometheus.Labels{"__reserved": "x"}}, "ConstLabels"},
 	} {

@@ -133,8 +133,8 @@ func (e *Engine) RunScript(ctx context.Context, script *redis.Script, keys []str
 	cmd := script.Run(ctx, e.client, keys, args...)
 	if err := e.layoutError(cmd.Err()); err != nil {
 		cmd.SetErr(err)
-	} else if err := backendkit.RedisFull(cmd.Err()); err != cmd.Err() {
-		cmd.SetErr(err)
+	} else if cmd.Err() != nil {
+		cmd.SetErr(backendkit.RedisFull(cmd.Err()))
 	}
 	return cmd
 }
