@@ -40,7 +40,7 @@ type CollectorConfig struct {
 	Timeout time.Duration
 	// ConstLabels are added to every series, to tell apart collectors that would otherwise
 	// report the same series (e.g. {"prefix": "billing"}). They must not be named backend,
-	// topic or group.
+	// topic, group or policy.
 	ConstLabels prometheus.Labels
 	// Logger is told when a backend becomes unreadable and when it is read again: once per
 	// change, not at every failed scrape. Defaults to discarding.
@@ -64,8 +64,12 @@ func (c CollectorConfig) WithDefaults() CollectorConfig {
 // metricNameRE is the classic Prometheus name syntax, which needs no quoting in PromQL.
 var metricNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-// reservedLabels are the collector's own variable labels.
-var reservedLabels = []string{"backend", "topic", "group"}
+// reservedLabels are the collector's own variable labels of the per-group series;
+// policyLabel is the one of relq_redis_evicts_queue_keys.
+var (
+	reservedLabels = []string{"backend", "topic", "group"}
+	policyLabel    = "policy"
+)
 
 func (c CollectorConfig) validate() error {
 	if len(c.Backends) == 0 {
@@ -102,7 +106,7 @@ func (c CollectorConfig) validate() error {
 	if c.Timeout < 0 {
 		return &pubsub.ConfigError{Field: "Timeout", Reason: "must not be negative"}
 	}
-	for _, l := range reservedLabels {
+	for _, l := range append(slices.Clone(reservedLabels), policyLabel) {
 		if _, ok := c.ConstLabels[l]; ok {
 			return &pubsub.ConfigError{Field: "ConstLabels", Reason: fmt.Sprintf("must not set %q, a label of the collector's own", l)}
 		}
@@ -155,6 +159,8 @@ type Collector struct {
 	descs    []*prometheus.Desc // one per stats entry
 	up       *prometheus.Desc
 	duration *prometheus.Desc
+	evicts   *prometheus.Desc // relq_redis_evicts_queue_keys
+	evicted  *prometheus.Desc // relq_redis_evicted_keys_total
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -165,6 +171,9 @@ type source struct {
 	lister  pubsub.TopicLister // set when the topics are discovered at each scrape
 	// healthy is the outcome of the last scrape, so a state change is logged once.
 	healthy atomic.Bool
+	// evicting is whether the last scrape found an eviction policy that drops queue keys,
+	// likewise.
+	evicting atomic.Bool
 }
 
 // NewCollector returns a Collector over cfg.Backends. It fails with a *pubsub.ConfigError
@@ -194,6 +203,12 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 		[]string{"backend"}, cfg.ConstLabels)
 	c.duration = prometheus.NewDesc(name("stats_scrape_duration_seconds"),
 		"Time taken to read the backend's stats at this scrape.", []string{"backend"}, cfg.ConstLabels)
+	c.evicts = prometheus.NewDesc(name("redis_evicts_queue_keys"),
+		"1 if Redis's maxmemory-policy (label policy) lets a full Redis evict relq's queue keys, losing their messages without an error (allkeys-*); 0 if not. Absent when Redis does not say (INFO refused).",
+		[]string{"backend", policyLabel}, cfg.ConstLabels)
+	c.evicted = prometheus.NewDesc(name("redis_evicted_keys_total"),
+		"Keys Redis evicted since it started (INFO evicted_keys), relq's or not. Absent when Redis does not say.",
+		[]string{"backend"}, cfg.ConstLabels)
 	// Prometheus reports a bad label name only when the collector is registered; check here
 	// so that the error names the field.
 	if err := prometheus.NewPedanticRegistry().Register(c); err != nil {
@@ -209,13 +224,16 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- c.up
 	ch <- c.duration
+	ch <- c.evicts
+	ch <- c.evicted
 }
 
 // result is what one backend's read produced.
 type result struct {
-	stats []pubsub.Stats
-	err   error
-	took  time.Duration
+	stats    []pubsub.Stats
+	eviction *pubsub.Eviction // nil: the backend cannot read it
+	err      error
+	took     time.Duration
 }
 
 // Collect reads every backend concurrently and reports what was read within the timeout.
@@ -231,8 +249,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		out := make(chan result, 1)
 		done[i] = out
 		go func() {
-			st, err := s.read(ctx, c.cfg.Topics)
-			out <- result{stats: st, err: err, took: time.Since(start)}
+			st, ev, err := s.read(ctx, c.cfg.Topics)
+			out <- result{stats: st, eviction: ev, err: err, took: time.Since(start)}
 		}()
 	}
 	for i, s := range c.sources {
@@ -267,6 +285,7 @@ func (c *Collector) report(ch chan<- prometheus.Metric, s *source, r result) {
 		c.cfg.Logger.Info("relq metrics: reading stats again", watermill.LogFields{"backend": name})
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1, name)
+	c.reportEviction(ch, s, r.eviction)
 	for i := range r.stats {
 		st := &r.stats[i]
 		for j, m := range stats {
@@ -277,9 +296,49 @@ func (c *Collector) report(ch chan<- prometheus.Metric, s *source, r result) {
 	}
 }
 
-// read returns the stats of every group of every topic, or the first error: 1 round trip per
-// topic for its groups and 1 per group for its stats, plus the topic scan when discovering.
-func (s *source) read(ctx context.Context, topics []string) ([]pubsub.Stats, error) {
+// reportEviction sends the eviction series of a backend that can read them, and logs at
+// error level, once per change, a policy that drops queue keys.
+func (c *Collector) reportEviction(ch chan<- prometheus.Metric, s *source, ev *pubsub.Eviction) {
+	if ev == nil {
+		return
+	}
+	name := s.backend.Name()
+	if ev.Policy != "" {
+		unsafe := 0.0
+		if err := ev.Err(); err != nil {
+			unsafe = 1
+			if !s.evicting.Swap(true) {
+				c.cfg.Logger.Error("relq metrics: Redis can evict queue keys", err,
+					watermill.LogFields{"backend": name, "maxmemory_policy": ev.Policy})
+			}
+		} else {
+			s.evicting.Store(false)
+		}
+		ch <- prometheus.MustNewConstMetric(c.evicts, prometheus.GaugeValue, unsafe, name, ev.Policy)
+	}
+	if ev.EvictedKeys >= 0 {
+		ch <- prometheus.MustNewConstMetric(c.evicted, prometheus.CounterValue, float64(ev.EvictedKeys), name)
+	}
+}
+
+// read returns the stats of every group of every topic, and the eviction policy where the
+// backend reads it, or the first error: 1 round trip per topic for its groups and 1 per group
+// for its stats, 1 for the policy, plus the topic scan when discovering.
+func (s *source) read(ctx context.Context, topics []string) ([]pubsub.Stats, *pubsub.Eviction, error) {
+	var ev *pubsub.Eviction
+	if r, ok := s.backend.(pubsub.EvictionReader); ok {
+		e, err := r.Eviction(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("eviction policy: %w", err)
+		}
+		ev = &e
+	}
+	st, err := s.readStats(ctx, topics)
+	return st, ev, err
+}
+
+// readStats returns the stats of every group of every topic, or the first error.
+func (s *source) readStats(ctx context.Context, topics []string) ([]pubsub.Stats, error) {
 	if s.lister != nil {
 		found, err := s.lister.Topics(ctx)
 		if err != nil {

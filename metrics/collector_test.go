@@ -212,7 +212,11 @@ func TestCollectorReportsStats(t *testing.T) {
 			require.NoError(t, err)
 
 			n := a.name
-			want := map[string]float64{fmt.Sprintf(`relq_stats_up{backend=%q}`, n): 1}
+			want := map[string]float64{
+				fmt.Sprintf(`relq_stats_up{backend=%q}`, n):                                    1,
+				fmt.Sprintf(`relq_redis_evicts_queue_keys{backend=%q,policy="noeviction"}`, n): 0,
+				fmt.Sprintf(`relq_redis_evicted_keys_total{backend=%q}`, n):                    0,
+			}
 			for _, g := range []map[string]float64{
 				groupSeries(n, "orders", "workers", 0, 1, 1, 1,
 					pubsub.Counters{Published: 6, Claimed: 5, Acked: 3, Nacked: 1, DeadLettered: 1, StaleNacks: 2}),
@@ -404,6 +408,8 @@ func TestNewCollectorValidates(t *testing.T) {
 		{"negative timeout", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"}, Timeout: -time.Second}, "Timeout"},
 		{"reserved label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
 			ConstLabels: prometheus.Labels{"topic": "x"}}, "ConstLabels"},
+		{"eviction label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
+			ConstLabels: prometheus.Labels{"policy": "x"}}, "ConstLabels"},
 		{"invalid label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
 			ConstLabels: prometheus.Labels{"__reserved": "x"}}, "ConstLabels"},
 	} {

@@ -31,6 +31,11 @@ var (
 	// ErrStorageLayout reports keys in Redis laid out by a relq version this one cannot read
 	// (older or newer); the error names both layouts and the upgrade step.
 	ErrStorageLayout = errors.New("relq: storage layout not supported")
+	// ErrRedisFull reports a write that Redis refused because it reached maxmemory (policy
+	// noeviction): a Publish, or a new group's registration. Consumers still claim, ack,
+	// nack and extend on a full Redis, so draining the backlog frees memory and Publish
+	// works again; retrying later is safe.
+	ErrRedisFull = errors.New("relq: redis is full (maxmemory reached)")
 )
 
 // NameError says which name was rejected and why. It matches ErrInvalidName with errors.Is.

@@ -22,6 +22,8 @@ type Subscriber struct {
 	closed  bool
 	closing chan struct{} // closed by Close: every subscription stops
 	wg      sync.WaitGroup
+
+	eviction sync.Once // warnEviction, at the first group registration
 }
 
 var (
@@ -121,6 +123,7 @@ func (s *Subscriber) ensureGroup(ctx context.Context, topic string) error {
 		err := s.backend.EnsureGroup(ctx, p)
 		if err == nil {
 			r.ok()
+			s.eviction.Do(func() { s.warnEviction(ctx) })
 			return nil
 		}
 		if permanent(err) {

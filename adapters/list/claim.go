@@ -16,6 +16,11 @@ import (
 // can release it) beats leaving an orphan that waits for OrphanLease.
 const registerTimeout = 5 * time.Second
 
+// fullPoll is how often a consumer with nothing ready runs claim.lua while Redis is full: a
+// full Redis refuses BLMOVE (it may create a key), but not claim.lua, which pops ready with
+// RPOP. What a nack, release or reclaim makes ready meanwhile is picked up within fullPoll.
+const fullPoll = 100 * time.Millisecond
+
 // Claim runs claim.lua (promote due delayed messages, then claim up to p.Count). With nothing
 // ready and p.Block > 0 it blocks in BLMOVE ready -> processing, woken by the next publish, for
 // at most the time left of p.Block, the time until the earliest delayed message is due, and
@@ -24,13 +29,14 @@ const registerTimeout = 5 * time.Second
 // two leaves an orphan for Reclaim. When the BLMOVE times out at the end of p.Block, Claim
 // returns nothing without running claim.lua again; the consumer's next Claims go straight to
 // BLMOVE until engine.IdleProbe passes or a delayed message it knows of is due, so an idle
-// consumer runs claim.lua once per probe, not once per Block.
+// consumer runs claim.lua once per probe, not once per Block. A full Redis refuses BLMOVE:
+// then Claim runs claim.lua every fullPoll until Block ends.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
 	return b.Engine.Claim(ctx, p, b.maxBlock, b.wait)
 }
 
 // wait blocks in BLMOVE for at most wait, or until the earliest delayed message is due, and
-// registers the entry it moves.
+// registers the entry it moves. While Redis is full it waits fullPoll (at most wait) instead.
 func (b *Backend) wait(ctx context.Context, p *pubsub.ClaimParams, count int, wait, dueIn time.Duration) ([]pubsub.Delivery, bool, error) {
 	if dueIn >= 0 {
 		wait = min(wait, dueIn)
@@ -39,6 +45,16 @@ func (b *Backend) wait(ctx context.Context, p *pubsub.ClaimParams, count int, wa
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, false, nil
+	case errors.Is(err, pubsub.ErrRedisFull):
+		// Wait a little instead, and let the engine's loop run claim.lua again.
+		t := time.NewTimer(min(wait, fullPoll))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil, false, nil
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
 	case err != nil:
 		return nil, false, err
 	}
@@ -63,5 +79,6 @@ func (b *Backend) blmove(ctx context.Context, p *pubsub.ClaimParams, wait time.D
 	secs := strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)
 	cmd := redis.NewStringCmd(ctx, "blmove", k.Store("ready"), k.Store("processing"), "RIGHT", "LEFT", secs)
 	_ = b.Client().Process(ctx, cmd)
-	return cmd.Result()
+	entry, err := cmd.Result()
+	return entry, backendkit.RedisFull(err)
 }

@@ -44,7 +44,8 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey
 	}
 	tk := b.topicKeys(p.Topic)
 	dk := b.groupKeys(p.Topic, pubsub.DefaultGroup)
-	return publishScript.Run(ctx, b.client, tk.publishKeys(dk.counters, batchKey), args...).StringSlice()
+	ids, err := publishScript.Run(ctx, b.client, tk.publishKeys(dk.counters, batchKey), args...).StringSlice()
+	return ids, backendkit.RedisFull(err)
 }
 
 // EnsureGroup creates the consumer group on the topic's stream (and the stream), unless it
@@ -59,7 +60,7 @@ func (b *Backend) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) 
 		start = "0"
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	return ensureGroupScript.Run(ctx, b.client, k.ensureGroupKeys(), p.Group, start).Err()
+	return backendkit.RedisFull(ensureGroupScript.Run(ctx, b.client, k.ensureGroupKeys(), p.Group, start).Err())
 }
 
 // Groups lists the consumer groups of the topic's stream, sorted: relq's and any other

@@ -43,6 +43,8 @@ var (
 	_ pubsub.ReplicaWaiter = (*Backend)(nil)
 )
 
+var _ pubsub.EvictionReader = (*Backend)(nil)
+
 // New returns a zset Backend on client. The Redis version (>= 6.2) is checked on first use,
 // so New needs no round trip and works while Redis is still starting.
 func New(client redis.UniversalClient, opts Options) (*Backend, error) {

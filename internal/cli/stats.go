@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -38,6 +40,9 @@ group asked for), two tables read from Redis, so they are global across processe
   counters: PUBLISHED, CLAIMED, ACKED, NACKED, RECLAIMED (expired leases), DEAD-LETTERED,
             STALE ACKS and STALE NACKS (from a consumer that had lost the delivery), each
             cumulative since the group was created
+
+When Redis's maxmemory-policy lets it evict relq's keys (allkeys-*), an ERROR line above
+the tables says so: a full Redis then deletes queued messages without any error.
 
 With --watch it reads them again every --interval until interrupted (Ctrl-C): on a
 terminal it redraws the screen; otherwise it prints one table after another, each after a
@@ -72,6 +77,7 @@ inspect the Redis your applications use.`,
 				if err != nil {
 					return err
 				}
+				writeEviction(ctx, out, s)
 				return writeStats(out, s, rows)
 			}
 			return watchStats(ctx, out, env.IsTerminal(out), s, &opts)
@@ -152,6 +158,19 @@ func writeStats(w io.Writer, s *session, rows []statsRow) error {
 	return t.flush()
 }
 
+// writeEviction prints an error line, above the tables, when Redis's maxmemory-policy can
+// evict queue keys: messages lost that way fail no command, so this is where an operator
+// would see it. A policy that cannot be read (INFO refused by ACLs) prints nothing.
+func writeEviction(ctx context.Context, w io.Writer, s *session) {
+	ev, err := backendkit.ReadEviction(ctx, s.client)
+	if err != nil {
+		return // the stats just read report a Redis that cannot be reached
+	}
+	if err := ev.Err(); err != nil {
+		fmt.Fprintf(w, "ERROR: %s (evicted_keys %d)\n\n", strings.TrimPrefix(err.Error(), "relq: "), ev.EvictedKeys)
+	}
+}
+
 // watchStats prints the stats every interval until ctx ends, which is a normal end. An error
 // in the first frame (an unknown topic, say) ends the watch; a later one, such as Redis
 // restarting or failing over, is printed in place of a frame and the watch goes on, unless
@@ -176,8 +195,11 @@ func watchStats(ctx context.Context, out io.Writer, terminal bool, s *session, o
 		}
 		if err != nil {
 			fmt.Fprintf(out, "error: %v\n(trying again every %v)\n", err, opts.interval)
-		} else if err := writeStats(out, s, rows); err != nil {
-			return err
+		} else {
+			writeEviction(ctx, out, s)
+			if err := writeStats(out, s, rows); err != nil {
+				return err
+			}
 		}
 		if !terminal {
 			fmt.Fprintln(out)

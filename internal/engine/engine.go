@@ -127,11 +127,14 @@ func (e *Engine) run(ctx context.Context, verb string, keys []string, args ...an
 	return e.RunScript(ctx, e.scripts[verb], keys, args...)
 }
 
-// RunScript runs script and translates its layout error reply into a *LayoutError.
+// RunScript runs script and translates its layout error reply into a *LayoutError, and Redis's
+// out-of-memory refusal into pubsub.ErrRedisFull.
 func (e *Engine) RunScript(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := script.Run(ctx, e.client, keys, args...)
 	if err := e.layoutError(cmd.Err()); err != nil {
 		cmd.SetErr(err)
+	} else if cmd.Err() != nil {
+		cmd.SetErr(backendkit.RedisFull(cmd.Err()))
 	}
 	return cmd
 }

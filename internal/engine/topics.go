@@ -59,3 +59,8 @@ func (e *Engine) DeleteBody(ctx context.Context, topic, id string) error {
 	}
 	return e.client.HDel(ctx, e.topicKeys(topic).bodies, id).Err()
 }
+
+// Eviction reads Redis's maxmemory-policy and evicted keys (pubsub.EvictionReader).
+func (e *Engine) Eviction(ctx context.Context) (pubsub.Eviction, error) {
+	return backendkit.ReadEviction(ctx, e.client)
+}

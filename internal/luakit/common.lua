@@ -20,3 +20,17 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+
+-- drain_ok lets the rest of a script that frees or keeps memory (ack, nack, extend, reclaim,
+-- requeue, purge) run on a full Redis (maxmemory reached under noeviction), so that
+-- consumers can drain it. A script without a shebang is refused a command that may add data
+-- (ZADD, HSET, HINCRBY, LPUSH, XADD, ...) only while it has run no write yet; after any write
+-- Redis lets it finish rather than stop it halfway. HDEL is a write that Redis never refuses,
+-- and no relq hash has a field '', so this one changes nothing and replicates nothing. It must
+-- come before the script's first write. A claim needs none: when it takes anything, its first
+-- write is the take (RPOP, ZREM, XREADGROUP), which Redis never refuses. Scripts that add data
+-- (publish) never call it: a full Redis refuses them, and the caller gets pubsub.ErrRedisFull.
+-- hash is a HASH in KEYS.
+local function drain_ok(hash)
+  redis.call('HDEL', hash, '')
+end

@@ -15,6 +15,7 @@
 -- Returns {-1, id1, attempt1, body1, ...}, like claim.lua.
 
 local k = keys_at(TOPIC_KEYS + 1)
+drain_ok(k.meta)
 local consumer, n = ARGV[1], tonumber(ARGV[2])
 local id = split(ARGV[4])
 local now = now_ms()

@@ -19,6 +19,7 @@
 
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
   dead_refs = KEYS[5], group = ARGV[1]}
+drain_ok(k.counters)
 local consumer = ARGV[2]
 local ids = {}
 for i = 4, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end

@@ -22,6 +22,7 @@
 local k = {stream = KEYS[1], retry = KEYS[2], pending = KEYS[3], leases = KEYS[4],
   wake = KEYS[5], reclaim_from = KEYS[6], counters = KEYS[7], dead = KEYS[8], dead_index = KEYS[9],
   dead_refs = KEYS[10], dead_order = KEYS[11], group = ARGV[1], parked = ARGV[2], topic = ARGV[5]}
+drain_ok(k.leases)
 local idle, left = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local consumers = redis.pcall('XINFO', 'CONSUMERS', k.stream, k.group)

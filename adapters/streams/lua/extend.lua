@@ -13,6 +13,7 @@
 -- Returns the ids the consumer no longer holds.
 
 local k = {stream = KEYS[1], leases = KEYS[2], group = ARGV[1]}
+drain_ok(k.leases)
 local consumer = ARGV[2]
 redis.call('HSET', k.leases, consumer, ARGV[3])
 local ids = {}

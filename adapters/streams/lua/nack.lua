@@ -31,6 +31,7 @@
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
   dead = KEYS[5], dead_index = KEYS[6], dead_refs = KEYS[7], dead_order = KEYS[8], wake = KEYS[9],
   group = ARGV[1], parked = ARGV[3], topic = ARGV[5]}
+drain_ok(k.counters)
 local consumer, max = ARGV[2], tonumber(ARGV[4])
 local now = now_ms()
 local ids = {}

@@ -12,6 +12,7 @@
 
 local k = {stream = KEYS[1], dead = KEYS[2], dead_index = KEYS[3], dead_refs = KEYS[4],
   dead_order = KEYS[5]}
+drain_ok(k.dead_index)
 local page = redis.call('XRANGE', k.dead, '-', '+', 'COUNT', ARGV[1])
 local dls, ids = {}, {}
 for _, e in ipairs(page) do

@@ -53,6 +53,7 @@ local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS
   leases = KEYS[5], dead = KEYS[6], dead_index = KEYS[7], dead_refs = KEYS[8], delayed = KEYS[9],
   dead_order = KEYS[10], wake = KEYS[11], reclaim_from = KEYS[12], group = ARGV[1],
   parked = ARGV[2], topic = ARGV[6]}
+drain_ok(k.counters)
 local max, orphan, left, idle_timeout = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[7])
 local window = tonumber(ARGV[8])
 local wake_keep_ms = 60000

@@ -23,6 +23,7 @@
 
 local k = {stream = KEYS[1], retry = KEYS[2], dead = KEYS[3], dead_index = KEYS[4],
   dead_refs = KEYS[5], dead_order = KEYS[6], wake = KEYS[7], group = ARGV[1], parked = ARGV[2]}
+drain_ok(k.dead_index)
 local now = now_ms()
 local todo = {} -- id -> dead-letter entry id
 local ids = {}

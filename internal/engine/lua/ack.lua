@@ -10,6 +10,7 @@
 -- is not searchable by id. An item acked already or dead-lettered is stale and changes nothing.
 
 local k = keys_at(TOPIC_KEYS + 1)
+drain_ok(k.meta)
 local consumer = ARGV[1]
 local ids, want, seen = {}, {}, {}
 local stale = 0

@@ -8,6 +8,7 @@
 -- Returns the ids the consumer no longer holds.
 
 local k = keys_at(TOPIC_KEYS + 1)
+drain_ok(k.meta)
 local consumer = ARGV[1]
 local ids, want = {}, {}
 for i = 3, #ARGV, 2 do

@@ -9,6 +9,7 @@
 -- Returns {requeued, dead_lettered, stale}.
 
 local k = keys_at(TOPIC_KEYS + 1)
+drain_ok(k.meta)
 local consumer, max = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 local ids, items, seen = {}, {}, {}

@@ -6,6 +6,7 @@
 -- Returns the number deleted.
 
 local k = keys_at(TOPIC_KEYS + 1)
+drain_ok(k.meta)
 local ids = redis.call('ZRANGE', k.dead, 0, tonumber(ARGV[1]) - 1)
 if #ids == 0 then return 0 end
 call_chunked('ZREM', k.dead, ids, 1)

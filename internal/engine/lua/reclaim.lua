@@ -12,6 +12,7 @@
 -- more may be waiting.
 
 local k = keys_at(TOPIC_KEYS + 1)
+drain_ok(k.meta)
 local max, n = tonumber(ARGV[1]), tonumber(ARGV[3])
 local now = now_ms()
 -- Earliest deadline first; leases of one claim or heartbeat share a deadline, and ZSET

@@ -7,6 +7,7 @@
 -- Returns {dead letters looked at, requeued}.
 
 local k = keys_at(TOPIC_KEYS + 1)
+drain_ok(k.meta)
 local ids = {}
 if #ARGV == 1 then
   ids = redis.call('ZRANGE', k.dead, 0, tonumber(ARGV[1]) - 1)
