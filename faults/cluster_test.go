@@ -85,15 +85,7 @@ const (
 // its replica, which the test does.
 func TestClusterFailover(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []struct {
-		name         string
-		waitReplicas int
-	}{{"Async", 0}, {"WaitReplicas", 1}} {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			runClusterFailover(t, mode.waitReplicas)
-		})
-	}
+	forReplicationModes(t, runClusterFailover)
 }
 
 func runClusterFailover(t *testing.T, waitReplicas int) {

@@ -226,3 +226,17 @@ func firstFew[T any](s []T, n int) []T {
 	}
 	return s
 }
+
+// forReplicationModes runs a failover scenario twice, in parallel: "Async" publishes without
+// waiting for replicas (waitReplicas 0), "WaitReplicas" with PublisherConfig.WaitReplicas 1.
+func forReplicationModes(t *testing.T, run func(t *testing.T, waitReplicas int)) {
+	for _, mode := range []struct {
+		name         string
+		waitReplicas int
+	}{{"Async", 0}, {"WaitReplicas", 1}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			run(t, mode.waitReplicas)
+		})
+	}
+}

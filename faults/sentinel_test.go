@@ -35,15 +35,7 @@ const sentinelWarmup = 100
 // until the subscribers of a backend have resumed on all its topics.
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []struct {
-		name         string
-		waitReplicas int
-	}{{"Async", 0}, {"WaitReplicas", 1}} {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			runSentinelFailover(t, mode.waitReplicas)
-		})
-	}
+	forReplicationModes(t, runSentinelFailover)
 }
 
 func runSentinelFailover(t *testing.T, waitReplicas int) {
