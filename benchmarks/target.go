@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -113,6 +114,9 @@ func (t Target) openTuned(client *redis.Client, scope string, tune func(*redis.O
 		_ = in.app.Close()
 		return nil, err
 	}
+	if w, ok := be.(interface{ AddWaitHook(redis.Hook) }); ok {
+		w.AddWaitHook(in.sent) // blocking claims run on connections of their own
+	}
 	in.backend = be
 	return in, nil
 }
@@ -204,7 +208,7 @@ func (in *instance) close(ctx context.Context) error {
 
 // shutdown closes the subscribers and publishers, all at once (a relq subscriber's Close
 // waits for its blocking claim, so one after the other would take 16 × Block), then the relq
-// client. Closing sends what a subscriber still has to send (relq's coalesced acks).
+// backend and client. Closing sends what a subscriber still has to send (relq's coalesced acks).
 func (in *instance) shutdown() error {
 	errs := make([]error, len(in.closers), len(in.closers)+1)
 	var wg sync.WaitGroup
@@ -214,6 +218,9 @@ func (in *instance) shutdown() error {
 	}
 	wg.Wait()
 	in.closers = nil
+	if c, ok := in.backend.(io.Closer); ok {
+		errs = append(errs, c.Close()) // its blocking claims' connections
+	}
 	if in.app != nil {
 		errs = append(errs, in.app.Close())
 		in.app = nil

@@ -31,6 +31,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	defer backend.Close() // its blocking claims' connections, once the subscribers closed
 	pub, _ := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, nil)
 	sub, _ := pubsub.NewSubscriber(backend, pubsub.SubscriberConfig{
 		Group:         "emails",

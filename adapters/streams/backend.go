@@ -20,6 +20,8 @@ type Backend struct {
 	version backendkit.VersionGate
 	// idle is what Claim knows of consumers whose last claim found nothing.
 	idle idleConsumers
+	// waits runs the XREADs of blocking claims on connections of their own.
+	waits *backendkit.Waits
 }
 
 var _ pubsub.Backend = (*Backend)(nil)
@@ -34,8 +36,19 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	return &Backend{client: client, opts: opts, codec: codec{format: opts.Format}}, nil
+	return &Backend{client: client, opts: opts, codec: codec{format: opts.Format}, waits: backendkit.NewWaits(client)}, nil
 }
+
+// AddWaitHook adds a go-redis hook to the connections of blocking claims, which are not the
+// client's: hooks added to that client (tracing, metrics) do not run on them.
+func (b *Backend) AddWaitHook(hook redis.Hook) { b.waits.AddHook(hook) }
+
+// Close closes the connections the backend opened for its blocking claims, ending the claims
+// blocked on them; those and every later Claim that would block fail with an error wrapping
+// pubsub.ErrClosed. Everything else keeps working on the client the backend was given, which
+// Close does not close. Idle wait connections close by themselves after
+// backendkit.WaitLinger; Close releases the rest at once. Close after the Subscribers.
+func (b *Backend) Close() error { return b.waits.Close() }
 
 // Name returns "streams".
 func (b *Backend) Name() string { return "streams" }

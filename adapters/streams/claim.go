@@ -17,9 +17,9 @@ import (
 // nack, reclaim, requeue and cleanup append to when they park deliveries: a publish, or a
 // delivery parked by any process, wakes it at once. XREAD reads without changing any state,
 // so nothing is claimed outside the script. The wait is bounded by the time left of p.Block
-// and by the context's deadline; when a retry falls due earlier, a Go timer ends the wait at
-// its due time, because Redis ends a blocking command only on its server tick (every 100 ms
-// at the default hz).
+// and by the context's deadline; when a retry falls due earlier, a deadline ends the wait at
+// its due time (see await), because Redis ends a blocking command only on its server tick
+// (every 100 ms at the default hz).
 //
 // When the XREAD times out at the end of p.Block, Claim returns nothing without running
 // claim.lua again, and the consumer's next Claims go straight to the XREAD until idleProbe
@@ -107,7 +107,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 			st.wake = w.wake
 		}
 		if w.stream || timer {
-			// An entry came, or the XREAD was left running: last may have been passed.
+			// An entry came, or the due time ended the XREAD before it could tell.
 			st.fresh = false
 		}
 		if w.stream || w.wake != "" {
@@ -131,50 +131,45 @@ type woke struct {
 func (w woke) woken() bool { return w.stream || w.wake != "" }
 
 // await blocks until the topic's stream gets an entry after last or the group's wake-up
-// stream one after wake, or wait passes. XREAD BLOCK times out on Redis's server tick, late by
-// up to 1/hz; with timer, a Go timer ends the wait on time instead, leaving the XREAD to
-// finish by itself (it only reads, and holds a pooled connection for at most wait plus a
-// tick).
+// stream one after wake, or wait passes, in one XREAD BLOCK on a connection of its own
+// (backendkit.Waits). Redis times the XREAD out on its server tick, late by up to 1/hz; with
+// timer, the wait's context ends it on time instead, by closing its connection, which ends
+// the XREAD in Redis too: no read outlives the wait, nor ctx.
 func (b *Backend) await(ctx context.Context, k groupKeys, last, wake string, wait time.Duration, timer bool) (woke, error) {
-	read := func() (woke, error) {
-		streams, err := b.client.XRead(ctx, &redis.XReadArgs{
+	rctx := ctx
+	if timer {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	var streams []redis.XStream
+	err := b.waits.Run(rctx, k.topic.stream, func(ctx context.Context, c redis.UniversalClient) error {
+		var err error
+		streams, err = c.XRead(ctx, &redis.XReadArgs{
 			Streams: []string{k.topic.stream, k.wake, last, wake},
 			Count:   1,
 			Block:   time.Duration(backendkit.Millis(max(wait, time.Millisecond))) * time.Millisecond,
 		}).Result()
-		if errors.Is(err, redis.Nil) {
-			return woke{}, nil
-		}
-		var w woke
-		for _, s := range streams {
-			switch {
-			case s.Stream == k.wake && len(s.Messages) > 0:
-				w.wake = s.Messages[len(s.Messages)-1].ID
-			case s.Stream == k.topic.stream:
-				w.stream = true
-			}
-		}
-		return w, err
-	}
-	if !timer {
-		return read()
-	}
-	type result struct {
-		w   woke
-		err error
-	}
-	done := make(chan result, 1)
-	go func() { w, err := read(); done <- result{w, err} }()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		return r.w, r.err
-	case <-t.C:
+		return err
+	})
+	switch {
+	case errors.Is(err, redis.Nil):
 		return woke{}, nil
-	case <-ctx.Done():
-		return woke{}, ctx.Err()
+	case err != nil && ctx.Err() == nil && rctx.Err() != nil:
+		return woke{}, nil // the due time came first
+	case err != nil:
+		return woke{}, err
 	}
+	var w woke
+	for _, s := range streams {
+		switch {
+		case s.Stream == k.wake && len(s.Messages) > 0:
+			w.wake = s.Messages[len(s.Messages)-1].ID
+		case s.Stream == k.topic.stream:
+			w.stream = true
+		}
+	}
+	return w, nil
 }
 
 // deliveries decodes claim.lua's flat {id, attempt, fields, ...} reply. An entry that does

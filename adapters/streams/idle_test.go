@@ -79,6 +79,8 @@ func (e *env) counted(server *redistest.Server) (*Backend, *commands) {
 	c.AddHook(cmds)
 	b, err := New(c, Options{Prefix: e.Prefix})
 	require.NoError(e.T, err)
+	// The XREADs run on connections of their own.
+	b.AddWaitHook(cmds)
 	require.NoError(e.T, b.check(e.Ctx)) // the version check
 	require.NoError(e.T, claimScript.Load(e.Ctx, c).Err())
 	cmds.reset()

@@ -149,6 +149,7 @@ func BenchmarkIdleCommands(b *testing.B) {
 			client.AddHook(sent)
 			backend, err := zset.New(client, zset.Options{Prefix: redistest.Prefix(b)})
 			require.NoError(b, err)
+			backend.AddWaitHook(sent) // the BLPOPs run on connections of their own
 			const topic, window = "idle", 5 * time.Second
 			if scheduled {
 				pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, watermill.NopLogger{})

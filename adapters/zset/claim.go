@@ -36,7 +36,8 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 }
 
 // sleep blocks in one BLPOP on the group's wake-up list and the consumer's own, for at most
-// wait, and reports whether a token woke it. dueIn is how long until the earliest
+// wait, on a connection of its own (engine.Wait; ctx ending closes it, which ends the BLPOP),
+// and reports whether a token woke it. dueIn is how long until the earliest
 // scheduled message is due (-1: none scheduled). Redis ends blocking timeouts late, on its
 // server tick (every 100 ms at the default hz 10), so the BLPOP's timeout cannot wake the
 // consumer on time: a timer pushes a token onto the consumer's own list at the due time
@@ -65,9 +66,12 @@ func (b *Backend) sleep(ctx context.Context, k engine.GroupKeys, consumer string
 			}()
 		}
 	}
-	cmd := redis.NewStringSliceCmd(ctx, "blpop", k.Store("wake"), own, seconds(timeout))
-	_ = b.Client().Process(ctx, cmd)
-	switch err := cmd.Err(); {
+	err := b.Wait(ctx, k.Store("wake"), func(ctx context.Context, c redis.UniversalClient) error {
+		cmd := redis.NewStringSliceCmd(ctx, "blpop", k.Store("wake"), own, seconds(timeout))
+		_ = c.Process(ctx, cmd)
+		return cmd.Err()
+	})
+	switch {
 	case errors.Is(err, redis.Nil):
 		return false, nil
 	case err != nil:

@@ -87,6 +87,8 @@ func (e *env) counted(opts Options) (*Backend, *commands) {
 	opts.Prefix = e.Prefix
 	b, err := New(c, opts)
 	require.NoError(e.T, err)
+	// The BLPOPs run on connections of their own.
+	b.AddWaitHook(cmds)
 	require.NoError(e.T, b.Check(e.Ctx)) // the version check
 	claim := engineScript(e.T, b, "claim")
 	cmds.names = map[string]string{claim.Hash(): "claim", b.wake.Hash(): "wake",

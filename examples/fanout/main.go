@@ -60,6 +60,7 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 	if err != nil {
 		return err
 	}
+	defer backend.Close() // its blocking claims' connections, once the subscribers closed
 	logger := watermill.NewSlogLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, logger)
 	if err != nil {

@@ -130,22 +130,28 @@ func (e *Env) ExpireLease(leases, id string) {
 }
 
 // WaitBlocked waits until n connections named name are blocked in command cmd ("blpop",
-// "xread"). CLIENT LIST's cmd is a connection's last command, so an idle connection that last
-// ran cmd shows it too; only the flag b tells that it is blocked now.
+// "xread").
 func (e *Env) WaitBlocked(name, cmd string, n int) {
 	e.T.Helper()
 	require.Eventually(e.T, func() bool {
-		got := 0
-		for line := range strings.Lines(e.C.ClientList(e.Ctx).Val()) {
-			fields := map[string]string{}
-			for f := range strings.FieldsSeq(line) {
-				k, v, _ := strings.Cut(f, "=")
-				fields[k] = v
-			}
-			if fields["name"] == name && fields["cmd"] == cmd && strings.Contains(fields["flags"], "b") {
-				got++
-			}
-		}
-		return got == n
+		return Blocked(e.Ctx, e.C, name, cmd) == n
 	}, 5*time.Second, time.Millisecond, "%d claims should block in %s", n, cmd)
+}
+
+// Blocked counts the connections named name that are blocked in command cmd ("": any) now.
+// CLIENT LIST's cmd is a connection's last command, so an idle connection that last ran cmd
+// shows it too; only the flag b tells that it is blocked now.
+func Blocked(ctx context.Context, c redis.UniversalClient, name, cmd string) int {
+	got := 0
+	for line := range strings.Lines(c.ClientList(ctx).Val()) {
+		fields := map[string]string{}
+		for f := range strings.FieldsSeq(line) {
+			k, v, _ := strings.Cut(f, "=")
+			fields[k] = v
+		}
+		if fields["name"] == name && (cmd == "" || fields["cmd"] == cmd) && strings.Contains(fields["flags"], "b") {
+			got++
+		}
+	}
+	return got
 }

@@ -23,6 +23,7 @@ func Factory(build Build) conformance.Factory {
 		}
 		h, err := build(server.Client(t), redistest.Prefix(t))
 		require.NoError(t, err)
+		closeBackend(t, h.Backend)
 		if opts.Private {
 			h.Outage = server.Outage
 		}

@@ -35,6 +35,7 @@ func Watermill(t *testing.T, build Build, features tests.Features, opts Watermil
 	server := redistest.Start(t, redistest.Options{AOF: true})
 	h, err := build(server.Client(t), redistest.Prefix(t))
 	require.NoError(t, err)
+	closeBackend(t, h.Backend)
 	features.RestartServiceCommand = server.RestartCommand(t)
 	pubSub, groupPubSub := constructors(h.Backend, opts)
 	conformance.RunWatermill(t, features, pubSub, groupPubSub)

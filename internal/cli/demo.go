@@ -131,6 +131,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, lookPath func(string) (
 	if err != nil {
 		return err
 	}
+	defer d.be.Close()
 	logger := errorLogger{watermill.NewStdLoggerWithOut(errOut, false, false)}
 	d.pub, err = pubsub.NewPublisher(d.be, pubsub.PublisherConfig{}, logger)
 	if err != nil {

@@ -143,6 +143,7 @@ func (d *demo) crashPhase(ctx context.Context, conn *redisConn, logger watermill
 		Topic: demoTopic, Group: demoGroup, Consumer: "worker-crashy",
 		Count: 1, Lease: demoCrashLease, Block: time.Second,
 	})
+	_ = crashBackend.Close()
 	_ = crashClient.Close()
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)

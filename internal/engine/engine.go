@@ -53,6 +53,8 @@ type Engine struct {
 	version backendkit.VersionGate
 	// idle lets an idle consumer's Claims skip claim.lua for a while.
 	idle Idle
+	// waits runs the backend's blocking waits on connections of their own.
+	waits *backendkit.Waits
 
 	// registries caches each topic's registry for Publish.
 	registries sync.Map // topic -> registry
@@ -69,7 +71,7 @@ func New(client redis.UniversalClient, prefix string, store Store) *Engine {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	e := &Engine{client: client, prefix: prefix, store: store, instance: hex.EncodeToString(id[:]),
-		tokens: map[int]uint64{}}
+		tokens: map[int]uint64{}, waits: backendkit.NewWaits(client)}
 	e.scripts = map[string]*redis.Script{}
 	for _, verb := range []string{"publish", "ensuregroup", "claim", "ack", "nack", "extend", "reclaim",
 		"stats", "deadletters", "requeue", "purge", "inject"} {
@@ -109,6 +111,24 @@ func read(fsys fs.FS, name string) string {
 
 // Client is the engine's Redis client.
 func (e *Engine) Client() redis.UniversalClient { return e.client }
+
+// Wait runs a backend's blocking command on a connection of its own, which reaches the
+// server holding key (backendkit.Waits.Run): idle subscriptions never hold the client's
+// pooled connections, and a wait whose ctx ends is ended in Redis at once.
+func (e *Engine) Wait(ctx context.Context, key string, wait func(context.Context, redis.UniversalClient) error) error {
+	return e.waits.Run(ctx, key, wait)
+}
+
+// AddWaitHook adds a go-redis hook to the connections of blocking claims, which are not the
+// client's: hooks added to that client (tracing, metrics) do not run on them.
+func (e *Engine) AddWaitHook(hook redis.Hook) { e.waits.AddHook(hook) }
+
+// Close closes the connections the backend opened for its blocking claims, ending the claims
+// blocked on them; those and every later Claim that would block fail with an error wrapping
+// pubsub.ErrClosed. Everything else keeps working on the client the backend was given, which
+// Close does not close. Idle wait connections close by themselves after
+// backendkit.WaitLinger; Close releases the rest at once. Close after the Subscribers.
+func (e *Engine) Close() error { return e.waits.Close() }
 
 // BatchSize is the most ids one script call handles.
 func (e *Engine) BatchSize() int { return e.store.BatchSize }
