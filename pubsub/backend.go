@@ -85,7 +85,10 @@ type Capabilities struct {
 	// NewGroupReplay: a group created after messages were published can receive them.
 	NewGroupReplay bool
 	// Priorities: among the messages that are due, higher priority is claimed first, and due
-	// order holds within a priority. A priority never makes a message due early.
+	// order holds within a priority. A priority never makes a message due early. A backend
+	// may bound how many delayed messages that fell due it ranks per claim (zset: BatchSize,
+	// earliest due first), so a backlog larger than that ahead of a delayed message delays
+	// its ranking by backlog/BatchSize claims.
 	Priorities bool
 	// NativeDelay: delayed messages live in the ready store itself and the claim takes them
 	// when due (no promotion by Reclaim or by a poll).

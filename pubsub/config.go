@@ -86,8 +86,9 @@ type SubscriberConfig struct {
 	// one group share its messages. Defaults to DefaultGroup ("default").
 	Group string
 	// Consumer names this subscriber inside its group, for leases and stats. Each Subscribe
-	// call holds its deliveries under this name with a suffix of its own ("worker-1.3f9a0c"),
-	// so that no two subscriptions share a fencing token. At most 193 bytes.
+	// call holds its deliveries under this name with a suffix of its own
+	// ("worker-1.3f9a0c1d2e4b"), so that no two subscriptions share a fencing token. At most
+	// 187 bytes.
 	// Defaults to "<hostname>-<pid>-<random>".
 	Consumer string
 	// Concurrency is how many messages one Subscribe call has in flight (delivered and not

@@ -116,8 +116,10 @@ func infoRefused(err error) bool {
 }
 
 // transientReplies are the error codes of a server that is up but cannot serve yet.
+// An authentication error (NOAUTH, WRONGPASS) is no refusal either: scripts fail on it too.
 var transientReplies = map[string]bool{
 	"LOADING": true, "BUSY": true, "MASTERDOWN": true, "TRYAGAIN": true, "CLUSTERDOWN": true,
+	"NOAUTH": true, "WRONGPASS": true,
 }
 
 // Passed reports whether a check has passed, so later ones need no round trip.

@@ -144,9 +144,9 @@ end
 
 -- store_wait is the ms until the earliest message is due (0: now), or -1 when none is
 -- scheduled. It marks the group asleep in meta until the caller's wait is over, so publishes
--- push a wake-up token while someone may be blocked and skip it otherwise. The mark is the
--- script's only write, which Redis refuses when it is out of memory: then it is left out (no
--- publish can succeed to need it), and the claim still answers.
+-- push a wake-up token while someone may be blocked and skip it otherwise. The claim's take
+-- (ZPOPMIN) came first, so a full Redis takes the mark too; the pcall keeps the claim
+-- answering should the write be refused all the same.
 local function store_wait(k, now, group, block)
   if block > 0 then redis.pcall('HSET', k.meta, 'w:' .. group, now + block) end
   if (k.taken or 0) > 0 then return 0 end -- store_take dropped foreign members: look again

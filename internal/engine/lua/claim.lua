@@ -4,7 +4,8 @@
 -- ARGV[1] -> consumer
 -- ARGV[2] -> N, the most messages to claim
 -- ARGV[3] -> lease in ms
--- ARGV[4] -> the most delayed messages the store may promote on the way (list)
+-- ARGV[4] -> the most delayed messages the store may promote on the way (list: to ready;
+--            zset: due members of ready to the priority queue)
 -- ARGV[5] -> the group's name
 -- ARGV[6] -> how long the caller will wait for a wake-up if nothing is ready, in ms
 -- Returns {wait, id1, attempt1, body1, id2, ...}. wait is -1 when something was claimed; else
