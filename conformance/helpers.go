@@ -234,3 +234,19 @@ func idFields(id string) []uint64 {
 	}
 	return out
 }
+
+// receiveIndexes receives n messages whose payloads are decimal indexes, acks each, and
+// returns the indexes in delivery order; every one must be a first delivery.
+func receiveIndexes(t *testing.T, ch <-chan *message.Message, n int) []int {
+	t.Helper()
+	got := make([]int, 0, n)
+	for range n {
+		msg := receive(t, ch)
+		i, err := strconv.Atoi(string(msg.Payload))
+		require.NoError(t, err)
+		require.Equal(t, 1, pubsub.Attempt(msg), "message %d delivered again", i)
+		got = append(got, i)
+		require.True(t, msg.Ack())
+	}
+	return got
+}

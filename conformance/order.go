@@ -102,15 +102,7 @@ func orderDue(t *testing.T, h Harness) {
 	start := time.Now()
 	publish(t, pub, topic, msgs...)
 
-	got := make([]int, 0, total)
-	for range total {
-		msg := receive(t, ch)
-		i, err := strconv.Atoi(string(msg.Payload))
-		require.NoError(t, err)
-		require.Equal(t, 1, pubsub.Attempt(msg), "message %d delivered again", i)
-		got = append(got, i)
-		require.True(t, msg.Ack())
-	}
+	got := receiveIndexes(t, ch, total)
 	t.Logf("%d messages with %d ties in due time, all received %v after publishing", total, ties, time.Since(start))
 	early, tied := 0, 0 // deliveries before a message due earlier, or published earlier and due together
 	for i := 1; i < len(got); i++ {

@@ -78,15 +78,7 @@ func priorityAmongDue(t *testing.T, h Harness) {
 	requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Ready: total, Delayed: 1})
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Concurrency: 1})
 	ch := subscribe(t, sub, topic)
-	got := make([]int, 0, total)
-	for range total {
-		msg := receive(t, ch)
-		i, err := strconv.Atoi(string(msg.Payload))
-		require.NoError(t, err)
-		require.Equal(t, 1, pubsub.Attempt(msg), "message %d delivered again", i)
-		got = append(got, i)
-		require.True(t, msg.Ack())
-	}
+	got := receiveIndexes(t, ch, total)
 	prio := make([]int, len(batch))
 	for i, m := range batch {
 		prio[i] = m.priority
