@@ -266,8 +266,6 @@ func (h *highWatch) wait(ctx context.Context, n int) (map[string]highSeen, error
 	return got, nil
 }
 
-func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 // writePriority prints the priority pickup of the targets that measured it.
 func (r *Report) writePriority(w io.Writer) {
 	count := func(n int64) string {

@@ -97,9 +97,8 @@ func MeasureRecovery(ctx context.Context, c *redis.Client, t Target, cfg Config)
 			false: fmt.Sprintf("ReclaimInterval %v ±20%%", pubsub.LeaseDefault/2),
 		}[t.Baseline()]
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	return Recovery{
-		LeaseMS: ms(cfg.RecoveryLease), TotalMS: ms(total),
-		AfterLeaseMS: ms(total - cfg.RecoveryLease), Scan: scan,
+		LeaseMS: msOf(cfg.RecoveryLease), TotalMS: msOf(total),
+		AfterLeaseMS: msOf(total - cfg.RecoveryLease), Scan: scan,
 	}, nil
 }

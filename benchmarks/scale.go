@@ -460,7 +460,7 @@ func (s *scaleRun) op(ctx context.Context, name string, f func() error) error {
 		s.order = append(s.order, name)
 	}
 	op.Calls++
-	op.GoMaxMS = max(op.GoMaxMS, float64(took)/float64(time.Millisecond))
+	op.GoMaxMS = max(op.GoMaxMS, msOf(took))
 	for _, e := range entries {
 		if e.ClientName != s.in.prefix {
 			continue

@@ -32,7 +32,7 @@ func percentiles(d []time.Duration) Percentiles {
 	at := func(p float64) float64 {
 		i := int(p*float64(len(d))+0.5) - 1
 		i = min(max(i, 0), len(d)-1)
-		return float64(d[i]) / float64(time.Millisecond)
+		return msOf(d[i])
 	}
 	return Percentiles{P50: at(0.50), P99: at(0.99), Max: at(1), N: len(d)}
 }
@@ -84,3 +84,6 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool 
 	}
 	return true
 }
+
+// msOf is d in milliseconds, with fractions.
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/keys"
-	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -171,11 +170,8 @@ func (e *env) setPendingSince(k groupKeys, id string, since int64) {
 // in BLMOVE; the channel gets its result.
 func (e *env) blockedClaim(p *pubsub.ClaimParams) <-chan claimResult {
 	e.T.Helper()
-	opt, err := redis.ParseURL(redistest.Shared(e.T).URL())
-	require.NoError(e.T, err)
-	opt.ClientName = e.Prefix + "-blocked"
-	c := redis.NewClient(opt)
-	e.T.Cleanup(func() { _ = c.Close() })
+	name := e.Prefix + "-blocked"
+	c := adaptertest.NamedClient(e.T, name, nil)
 	b, err := New(c, Options{Prefix: e.Prefix})
 	require.NoError(e.T, err)
 	done := make(chan claimResult, 1)
@@ -183,7 +179,7 @@ func (e *env) blockedClaim(p *pubsub.ClaimParams) <-chan claimResult {
 		ds, err := b.Claim(e.Ctx, p)
 		done <- claimResult{ds, err, time.Now()}
 	}()
-	e.WaitBlocked(opt.ClientName, "blmove", 1)
+	e.WaitBlocked(name, "blmove", 1)
 	return done
 }
 

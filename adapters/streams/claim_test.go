@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -41,11 +40,7 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// A client of its own, named, to see it blocked in CLIENT LIST.
-	opt, err := redis.ParseURL(redistest.Shared(t).URL())
-	require.NoError(t, err)
-	opt.ClientName = e.Prefix
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
+	c := adaptertest.NamedClient(t, e.Prefix, nil)
 	b, err := New(c, Options{Prefix: e.Prefix})
 	require.NoError(t, err)
 	e.EnsureGroup("t", "g")

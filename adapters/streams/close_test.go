@@ -6,9 +6,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -19,11 +17,7 @@ import (
 func TestCloseLeavesNoXREADBlocked(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	opt, err := redis.ParseURL(redistest.Shared(t).URL())
-	require.NoError(t, err)
-	opt.ClientName = e.Prefix
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
+	c := adaptertest.NamedClient(t, e.Prefix, nil)
 	b, err := New(c, Options{Prefix: e.Prefix})
 	require.NoError(t, err)
 	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, nil)

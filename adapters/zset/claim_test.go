@@ -77,11 +77,7 @@ func (c *commands) list() ([]string, [][]any) {
 // name that CLIENT LIST shows; the version check and script loading are done.
 func (e *env) counted(opts Options) (*Backend, *commands) {
 	e.T.Helper()
-	opt, err := redis.ParseURL(redistest.Shared(e.T).URL())
-	require.NoError(e.T, err)
-	opt.ClientName = e.Prefix
-	c := redis.NewClient(opt)
-	e.T.Cleanup(func() { _ = c.Close() })
+	c := adaptertest.NamedClient(e.T, e.Prefix, nil)
 	cmds := &commands{}
 	c.AddHook(cmds)
 	opts.Prefix = e.Prefix

@@ -129,6 +129,22 @@ func (e *Env) ExpireLease(leases, id string) {
 	require.Equal(e.T, 1.0, e.ZScore(leases, id), "no lease to expire")
 }
 
+// NamedClient returns a client of the shared server named name, so that CLIENT LIST (Blocked,
+// Env.WaitBlocked) tells its connections apart, with edit (if not nil) applied to its
+// options; it is closed when t ends.
+func NamedClient(t testing.TB, name string, edit func(*redis.Options)) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(redistest.Shared(t).URL())
+	require.NoError(t, err)
+	opt.ClientName = name
+	if edit != nil {
+		edit(opt)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // WaitBlocked waits until n connections named name are blocked in command cmd ("blpop",
 // "xread").
 func (e *Env) WaitBlocked(name, cmd string, n int) {

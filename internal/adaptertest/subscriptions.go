@@ -107,20 +107,12 @@ func BenchmarkPickup(b *testing.B, build Build) {
 func topicOf(i int) string { return fmt.Sprintf("topic-%03d", i) }
 
 // namedClient returns a client of the shared server with go-redis's default pool, named after
-// its key prefix so that CLIENT LIST tells its connections (and its backend's) apart, with
-// edit (if not nil) applied to its options.
+// a key prefix of its own so that CLIENT LIST tells its connections (and its backend's)
+// apart, with edit (if not nil) applied to its options.
 func namedClient(t testing.TB, edit func(*redis.Options)) (*redis.Client, string) {
 	t.Helper()
 	prefix := redistest.Prefix(t)
-	opt, err := redis.ParseURL(redistest.Shared(t).URL())
-	require.NoError(t, err)
-	opt.ClientName = prefix
-	if edit != nil {
-		edit(opt)
-	}
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, prefix
+	return NamedClient(t, prefix, edit), prefix
 }
 
 // closeBackend closes b, when it has a Close, after the test's other clean-ups.

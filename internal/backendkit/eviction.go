@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -48,15 +47,10 @@ func readEviction(ctx context.Context, c redis.Cmdable) (pubsub.Eviction, error)
 	case err != nil:
 		return ev, err
 	}
-	for line := range strings.Lines(info) {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		switch k {
-		case "maxmemory_policy":
-			ev.Policy = v
-		case "evicted_keys":
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-				ev.EvictedKeys = n
-			}
+	ev.Policy, _ = infoValue(info, "maxmemory_policy")
+	if v, ok := infoValue(info, "evicted_keys"); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			ev.EvictedKeys = n
 		}
 	}
 	return ev, nil

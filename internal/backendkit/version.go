@@ -127,19 +127,23 @@ func (g *VersionGate) Passed() bool { return g.ok.Load() }
 
 // ParseVersion reads major and minor from INFO server's redis_version line.
 func ParseVersion(info string) (major, minor int, ok bool) {
-	for line := range strings.Lines(info) {
-		v, found := strings.CutPrefix(strings.TrimSpace(line), "redis_version:")
-		if !found {
-			continue
-		}
-		parts := strings.SplitN(v, ".", 3)
-		if len(parts) < 2 {
-			return 0, 0, false
-		}
-		var err1, err2 error
-		major, err1 = strconv.Atoi(parts[0])
-		minor, err2 = strconv.Atoi(parts[1])
-		return major, minor, err1 == nil && err2 == nil
+	v, found := infoValue(info, "redis_version")
+	parts := strings.SplitN(v, ".", 3)
+	if !found || len(parts) < 2 {
+		return 0, 0, false
 	}
-	return 0, 0, false
+	var err1, err2 error
+	major, err1 = strconv.Atoi(parts[0])
+	minor, err2 = strconv.Atoi(parts[1])
+	return major, minor, err1 == nil && err2 == nil
+}
+
+// infoValue returns the value of field in an INFO reply ("field:value" lines).
+func infoValue(info, field string) (string, bool) {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, true
+		}
+	}
+	return "", false
 }

@@ -11,7 +11,8 @@ import (
 
 // Ack runs ack.lua in calls of at most BatchSize items: each pending item leaves pending and
 // drops its reference to the body (deleted with the last group's). Items not pending, or
-// pending under another attempt or consumer, count as stale.
+// pending under another attempt or consumer, count as stale; those waiting in ready or
+// delayed after a reclaim or nack are completed all the same (see ack.lua).
 func (e *Engine) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return pubsub.AckResult{}, err

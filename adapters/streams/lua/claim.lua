@@ -175,14 +175,11 @@ if #retry_ids > 0 then
     -- nothing left to deliver, so they are dead-lettered with the reason, not dropped unseen.
     local gone = {}
     for _, id in ipairs(ids) do
-      if not claimed[id] then gone[#gone + 1] = {id, count, 'body missing'} end
+      if not claimed[id] then gone[#gone + 1] = id end
     end
     if #gone > 0 then
-      bury(k, gone, clock())
-      local dropped = {}
-      for i, g in ipairs(gone) do dropped[i] = g[1] end
-      call_ids('ZREM', k.pending, {}, dropped)
-      redis.call('HINCRBY', k.counters, 'dead_lettered', #gone)
+      bury_missing(k, gone, count)
+      call_ids('ZREM', k.pending, {}, gone)
       again = true
     end
   end

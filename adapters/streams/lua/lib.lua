@@ -189,6 +189,17 @@ local function bury(k, items, now)
   call_ids('XACK', k.stream, {k.group}, ids)
 end
 
+-- bury_missing dead-letters ids whose entry is gone from the stream (deleted by hand, or
+-- trimmed) while the group still owed them, with the reason "body missing" and attempts, and
+-- counts them: nothing is left to deliver, and they must not vanish unseen.
+local function bury_missing(k, ids, attempts)
+  if #ids == 0 then return end
+  local items = {}
+  for i, id in ipairs(ids) do items[i] = {id, attempts, 'body missing'} end
+  bury(k, items, now_ms())
+  redis.call('HINCRBY', k.counters, 'dead_lettered', #ids)
+end
+
 -- park gives ids (pending in the group) to the parking consumer and schedules each in the
 -- retry ZSET, ids[i] at scores[i] (ms): one XCLAIM ... JUSTID and one ZADD per 500. XCLAIM
 -- keeps the delivery counts, unless count is given (RETRYCOUNT). An entry no longer in the
@@ -209,14 +220,11 @@ local function park(k, ids, scores, count)
       z[#z + 1] = scores[i]
       z[#z + 1] = pad(id)
     else
-      gone[#gone + 1] = {id, count or 0, 'body missing'}
+      gone[#gone + 1] = id
     end
   end
   if #z > 0 then call_chunked('ZADD', k.retry, z, 2) end
-  if #gone > 0 then
-    bury(k, gone, now_ms())
-    redis.call('HINCRBY', k.counters, 'dead_lettered', #gone)
-  end
+  bury_missing(k, gone, count or 0)
   return #z / 2
 end
 

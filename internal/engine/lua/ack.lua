@@ -39,8 +39,8 @@ end
 unpend(k, done)
 unref(k, done)
 local waiting = 0
-if #away > 0 and redis.call('EXISTS', k.retries) == 1 then
-  local tries = redis.call('HMGET', k.retries, unpack(away))
+if #away > 0 then
+  local tries = read_tries(k, away)
   local mark = {}
   for i, id in ipairs(away) do
     if tries[i] and tries[i] ~= ACKED then

@@ -117,6 +117,13 @@ end
 -- ack after its lease was reclaimed): the next claim that takes it drops it undelivered.
 local ACKED = 'acked'
 
+-- read_tries returns the retries values of ids, in order (nil: none); most messages are
+-- first deliveries, so without a retries HASH there is nothing to read.
+local function read_tries(k, ids)
+  if redis.call('EXISTS', k.retries) == 0 then return {} end
+  return redis.call('HMGET', k.retries, unpack(ids))
+end
+
 -- lease makes the taken ids pending for consumer and appends id, attempt, body to out;
 -- extras[i] is the store's note for ids[i] (nil: none). The attempt is one more than retries
 -- holds. An id marked ACKED is dropped (its work is done). An id without a body (deleted by
@@ -128,8 +135,7 @@ local function lease(k, ids, extras, consumer, now, deadline, out)
   local n = #ids
   if n == 0 then return 0 end
   local bodies = redis.call('HMGET', k.bodies, unpack(ids))
-  local tries = {} -- most messages are first deliveries: no retries HASH to read then
-  if redis.call('EXISTS', k.retries) == 1 then tries = redis.call('HMGET', k.retries, unpack(ids)) end
+  local tries = read_tries(k, ids)
   local z, s, h, retried, done = {}, {}, {}, {}, {}
   local head, tail = consumer .. ':', ':' .. ms(now) .. ':'
   local got, o = 0, #out
