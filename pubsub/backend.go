@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// DefaultGroup is the group of a subscriber that configures none, and the group that receives
-// messages published to a topic that has no group yet, so nothing published is dropped.
+// DefaultGroup is the group of a subscriber that configures none.
 const DefaultGroup = "default"
 
 // Backend is one Redis data structure keeping relq's delivery contract. All methods are safe
@@ -26,7 +25,8 @@ type Backend interface {
 	// Publish stores a batch of messages of one topic in one round trip and returns their
 	// delivery IDs, in order. It returns nil only once Redis stored every message. Each
 	// registered group of the topic receives every message; with no group registered yet the
-	// message goes to DefaultGroup.
+	// message goes to the topic's backlog (see BacklogLimitDefault), which the first group
+	// registered takes.
 	Publish(ctx context.Context, p *PublishParams) ([]string, error)
 
 	// EnsureGroup registers a group on a topic, so that it receives every message published
@@ -36,7 +36,9 @@ type Backend interface {
 	// Claim moves up to p.Count ready messages of a group to pending under a lease that
 	// expires p.Lease after the Redis clock's now, increments each one's attempt and returns
 	// them. With nothing ready it waits up to p.Block for a message (a bounded blocking
-	// command, never a busy poll), then returns what it has, possibly nothing.
+	// command, never a busy poll), then returns what it has, possibly nothing. A paused group
+	// (Admin.PauseGroup) returns nothing; a group that is not registered (deleted with
+	// Admin.DeleteGroup or DeleteTopic) fails with an error matching ErrGroupDeleted.
 	Claim(ctx context.Context, p *ClaimParams) ([]Delivery, error)
 
 	// Ack removes deliveries from the group's pending set. Idempotent, and accepted from any
@@ -301,7 +303,9 @@ type Stats struct {
 	OldestPendingAge time.Duration
 	// OldestReadyAge is how long the oldest ready message has been ready; zero if none.
 	OldestReadyAge time.Duration
-	Counters       Counters
+	// Paused reports a group paused with Admin.PauseGroup: its claims return nothing.
+	Paused   bool
+	Counters Counters
 }
 
 // Counters are cumulative per group (Published counts messages routed to the group).

@@ -1,0 +1,54 @@
+package pubsub
+
+import (
+	"context"
+	"time"
+)
+
+// The backlog rule. A message published to a topic that has no group is kept in the topic's
+// backlog, which the first group registered on the topic takes (it receives the backlog as
+// if it had been registered before those publishes). The backlog is bounded, so a topic that
+// nobody subscribes to never grows without end: it keeps at most BacklogLimit messages (a
+// publish beyond that drops the oldest), and its keys expire BacklogTTL after the last publish
+// while no group registers. Admin.Topic and the CLI show its size. A topic with neither a
+// group nor a backlog has no key in Redis.
+const (
+	// BacklogLimitDefault is the backends' default bound on a topic's backlog.
+	BacklogLimitDefault = 10_000
+	// BacklogTTLDefault is the backends' default life of a backlog after its last publish.
+	BacklogTTLDefault = 24 * time.Hour
+)
+
+// Ephemeral is implemented by backends that keep ephemeral groups: groups that exist only
+// while a subscriber of theirs is alive (request-reply, per-instance broadcast). The
+// Subscriber uses it when SubscriberConfig.Ephemeral is set.
+type Ephemeral interface {
+	// Join registers consumer as a live member of the ephemeral group p.Group, registering the
+	// group when it is new, until p.TTL from the Redis clock's now. Subscribers call it again
+	// before that (it extends the membership). A group registered as durable stays durable:
+	// ErrNotEphemeral.
+	Join(ctx context.Context, p *JoinParams) error
+
+	// Leave ends consumer's membership. The last member's Leave deletes the group as
+	// DeleteGroup does. A group whose members all stopped calling Join (their process died)
+	// is deleted by the backend once their TTL passed: by the next publish to the topic, by
+	// any subscriber's Reclaim on it, or, when every group of the topic is ephemeral, by Redis
+	// itself (the topic's keys expire).
+	Leave(ctx context.Context, p *LeaveParams) error
+}
+
+// JoinParams are the inputs of Ephemeral.Join.
+type JoinParams struct {
+	Topic    string
+	Group    string
+	Consumer string
+	// TTL is how long the membership lasts without another Join.
+	TTL time.Duration
+}
+
+// LeaveParams are the inputs of Ephemeral.Leave.
+type LeaveParams struct {
+	Topic    string
+	Group    string
+	Consumer string
+}
