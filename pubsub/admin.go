@@ -194,4 +194,8 @@ var (
 	ErrNotEphemeral = errors.New("relq: group is durable, not ephemeral")
 	// ErrBadCursor reports a cursor that no page of this listing returned.
 	ErrBadCursor = errors.New("relq: invalid cursor")
+	// ErrTooDeep reports a listing page, or a search by ID, that would have to read deeper
+	// into a queue than the backend reads for one call: a queue that Redis can read only by
+	// position (the list backend's ready LIST) or search only by scanning.
+	ErrTooDeep = errors.New("relq: too deep in the queue")
 )

@@ -77,6 +77,9 @@ func New(client redis.UniversalClient, prefix string, store Store) *Engine {
 		"stats", "deadletters", "requeue", "purge", "inject"} {
 		e.scripts[verb] = redis.NewScript(e.Source(luaFiles, verb))
 	}
+	for _, verb := range messageVerbs {
+		e.scripts[verb] = redis.NewScript(e.Source(luaFiles, verb))
+	}
 	return e
 }
 

@@ -149,3 +149,127 @@ local function store_counts(k, now, window)
   end
   return n, redis.call('ZCARD', k.delayed), oldest, redis.call('LLEN', k.processing)
 end
+
+-- Admin: listing and finding messages
+
+-- The ready LIST can be read only by position (LRANGE and LPOS are O(position)): a listing
+-- pages it from the consume end and a search by id looks through it, neither deeper than the
+-- depth the caller gives. The delayed ZSET and the engine's states are searched by id.
+
+-- admin_prio: the list backend keeps no priority.
+local function admin_prio(_) return 0 end
+
+-- store_ready_page appends to items the ready entries from the consume end, after the cursor
+-- entry (cur; '': from the start), until count are listed or limit were looked at, no deeper
+-- than depth. The cursor entry is found again by value (LPOS from the consume end): entries
+-- leave ready only from that end, so one that is gone took every entry before it along, and
+-- the listing resumes at the consume end. Returns the position and the entry of the last one
+-- looked at, or nil when ready is exhausted; or an error reply past depth.
+local function store_ready_page(k, cur, count, limit, depth, items)
+  local n = redis.call('LLEN', k.ready)
+  local pos = 0
+  if cur ~= '' then
+    local at = redis.call('LPOS', k.ready, cur, 'RANK', -1, 'MAXLEN', depth)
+    if at then
+      pos = n - at
+    elseif n > depth then
+      return admin_error('DEEP')
+    end
+  end
+  if pos < n and pos >= depth then return admin_error('DEEP') end
+  local last
+  local seen = 0
+  while pos < n and pos < depth and #items < count and seen < limit do
+    local c = math.min(n - pos, depth - pos, count - #items, ADMIN_CHUNK)
+    local es = redis.call('LRANGE', k.ready, -(pos + c), -(pos + 1))
+    local chunk, ids = {}, {}
+    for i = #es, 1, -1 do
+      local id = split(es[i])
+      chunk[#chunk + 1] = {id = id, state = 'ready'}
+      ids[#ids + 1] = id
+      last = es[i]
+    end
+    pos, seen = pos + #es, seen + #es
+    local tries = read_tries(k, ids)
+    for i, it in ipairs(chunk) do
+      if tries[i] ~= ACKED then
+        it.attempts = tonumber(tries[i]) or 0
+        items[#items + 1] = it
+      end
+    end
+  end
+  if pos >= n then return nil end
+  return pos - 1, last
+end
+
+-- store_page appends one page of state ('ready' or 'delayed') to items, after the cursor
+-- (phase, score, member; member '': from the start). Returns the next cursor's phase, score
+-- and member (phase nil: last page), or an error reply.
+local function store_page(k, state, phase, score, member, count, limit, depth, now, items)
+  if state == 'ready' then
+    if phase ~= 'l' then return admin_error('BADCURSOR') end
+    local pos, last = store_ready_page(k, member, count, limit, depth, items)
+    if type(pos) == 'table' then return pos end
+    if pos then return 'l', pos, last end
+    return nil
+  end
+  if phase ~= 'd' then return admin_error('BADCURSOR') end
+  local from = admin_start(k.delayed, score, member, 0)
+  local s, m = admin_zpage(k, k.delayed, from, redis.call('ZCARD', k.delayed), count, limit,
+    function(id, due) return {id = id, state = 'delayed', due = due} end, true, items)
+  if s then return 'd', s, m end
+  return nil
+end
+
+-- store_first_phase is the cursor phase a listing of state starts in.
+local function store_first_phase(state)
+  if state == 'ready' then return 'l' end
+  return 'd'
+end
+
+-- store_find finds id in the store: delayed by id, ready (and staged in processing, which
+-- count as pending) by looking through the entries nearest the consume end, at most depth.
+-- Returns an item (state, due, where) or nil, and whether the search was exhaustive.
+local function store_find(k, id, _, depth)
+  local due = redis.call('ZSCORE', k.delayed, id)
+  if due then return {state = 'delayed', due = tonumber(due), where = 'delayed'}, true end
+  local prefix = id .. '@'
+  local function look(key, n)
+    local pos = 0
+    while pos < n do
+      local c = math.min(n - pos, ADMIN_CHUNK)
+      for _, e in ipairs(redis.call('LRANGE', key, -(pos + c), -(pos + 1))) do
+        if string.sub(e, 1, #prefix) == prefix then return true end
+      end
+      pos = pos + c
+    end
+    return false
+  end
+  local n = redis.call('LLEN', k.ready)
+  if look(k.ready, math.min(n, depth)) then return {state = 'ready', where = 'ready'}, true end
+  local staged = redis.call('LLEN', k.processing)
+  if look(k.processing, math.min(staged, depth)) then return {state = 'pending', where = 'staged'}, true end
+  return nil, n <= depth and staged <= depth
+end
+
+-- store_delete removes a message store_find found: a delayed one at once (its body with its
+-- last group); a ready or staged one is marked ACKED, and the claim that reaches it drops it
+-- and frees its body (the LIST cannot remove it by id).
+local function store_delete(k, it)
+  if it.where == 'delayed' then
+    redis.call('ZREM', k.delayed, it.id)
+    redis.call('HDEL', k.retries, it.id)
+    unref(k, {it.id})
+  else
+    redis.call('HSET', k.retries, it.id, ACKED)
+  end
+end
+
+-- store_run makes a delayed message store_find found due now, at the back of ready as a
+-- promotion puts it; false when it is not delayed.
+local function store_run(k, it, now)
+  if it.where ~= 'delayed' then return false end
+  redis.call('ZREM', k.delayed, it.id)
+  redis.call('LPUSH', k.ready, entry(it.id, now))
+  return true
+end

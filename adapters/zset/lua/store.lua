@@ -216,3 +216,142 @@ local function store_counts(k, now, window)
   return redis.call('ZCARD', k.queue) + redis.call('ZCOUNT', k.ready, '-inf', now),
     redis.call('ZCOUNT', k.ready, '(' .. now, '+inf'), since, 0
 end
+
+-- Admin: listing and finding messages
+
+-- Ready is queue in claim order, then the members of ready that are due but not yet moved to
+-- queue (Stats counts those as ready too), in due order: a claim moves them into queue by
+-- priority. Delayed is the members of ready not yet due. A queue member cannot be found by id
+-- (it starts with its due time); a ready member can once its priority is known.
+
+-- ADMIN_PROBES bounds the priorities a search by id tries in ready before it looks through it.
+local ADMIN_PROBES = 16
+
+-- admin_prio is the priority of a pending or dead message's extra.
+local function admin_prio(x)
+  local _, p = extra_of(x)
+  return p
+end
+
+local function store_first_phase(state)
+  if state == 'ready' then return 'q' end
+  return 'z'
+end
+
+-- admin_queued, admin_due and admin_later make listing items of queue and ready members.
+local function admin_queued(m, rank)
+  local id = unqueue(m)
+  if id then return {id = id, state = 'ready', prio = PRIORITY_MAX - rank} end
+end
+
+local function admin_due(m)
+  local id, p = id_of(m)
+  if id then return {id = id, state = 'ready', prio = p} end
+end
+
+local function admin_later(m, due)
+  local id, p = id_of(m)
+  if id then return {id = id, state = 'delayed', prio = p, due = due} end
+end
+
+-- store_page appends one page of state ('ready' or 'delayed') to items, after the cursor
+-- (phase, score, member; member '': from the start of the phase): phase q pages queue, r the
+-- due members of ready, z the later ones. Returns the next cursor's phase, score and member
+-- (phase nil: last page), or an error reply.
+local function store_page(k, state, phase, score, member, count, limit, _, now, items)
+  local due = redis.call('ZCOUNT', k.ready, '-inf', now)
+  if state == 'delayed' then
+    if phase ~= 'z' then return admin_error('BADCURSOR') end
+    local from = admin_start(k.ready, score, member, due)
+    local s, m = admin_zpage(k, k.ready, from, redis.call('ZCARD', k.ready), count, limit, admin_later, true, items)
+    if s then return 'z', s, m end
+    return nil
+  end
+  if phase == 'q' then
+    local from = admin_start(k.queue, score, member, 0)
+    local s, m = admin_zpage(k, k.queue, from, redis.call('ZCARD', k.queue), count, limit, admin_queued, true, items)
+    if s then return 'q', s, m end
+    if #items >= count then
+      if due > 0 then return 'r', 0, '' end
+      return nil
+    end
+    phase, member = 'r', ''
+  end
+  if phase ~= 'r' then return admin_error('BADCURSOR') end
+  local from = admin_start(k.ready, score, member, 0)
+  local s, m = admin_zpage(k, k.ready, from, due, count, limit, admin_due, true, items)
+  if s then return 'r', s, m end
+  return nil
+end
+
+-- store_find finds id in the store. In ready by its member, for the priority 0 and those of
+-- the first ADMIN_PROBES priorities in queue (O(log N) each); else by looking through queue in
+-- claim order and ready in due order, at most depth members of each. Returns an item (state,
+-- priority, due, where, member) or nil, and whether the search was exhaustive.
+local function store_find(k, id, now, depth)
+  local function in_ready(m, due)
+    local _, p = id_of(m)
+    local it = {state = 'ready', prio = p, where = 'ready', member = m}
+    if due > now then it.state, it.due = 'delayed', due end
+    return it
+  end
+  local prios, seen = {0}, {[0] = true}
+  local head = redis.call('ZRANGE', k.queue, 0, 0, 'WITHSCORES')
+  for _ = 1, ADMIN_PROBES do
+    if not head[1] then break end
+    local p = PRIORITY_MAX - tonumber(head[2])
+    if not seen[p] then
+      seen[p] = true
+      prios[#prios + 1] = p
+    end
+    head = redis.call('ZRANGE', k.queue, '(' .. head[2], '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+  end
+  local members = {}
+  for i, p in ipairs(prios) do members[i] = member(id, p) end
+  local dues = redis.call('ZMSCORE', k.ready, unpack(members))
+  for i, m in ipairs(members) do
+    if dues[i] then return in_ready(m, tonumber(dues[i])), true end
+  end
+  local function look(key, match)
+    local n = math.min(redis.call('ZCARD', key), depth)
+    for from = 0, n - 1, ADMIN_CHUNK do
+      local got = redis.call('ZRANGE', key, from, math.min(from + ADMIN_CHUNK, n) - 1, 'WITHSCORES')
+      for i = 1, #got, 2 do
+        if match(got[i]) then return got[i], tonumber(got[i + 1]) end
+      end
+    end
+  end
+  local tail = string.char(64 + #id) .. id
+  local m, rank = look(k.queue, function(q)
+    return #q == DUE_DIGITS + #tail and string.sub(q, -#tail) == tail
+  end)
+  if m then return {state = 'ready', prio = PRIORITY_MAX - rank, where = 'queue', member = m}, true end
+  tail = string.format(':%016d', tonumber(id))
+  local due
+  m, due = look(k.ready, function(r) return #r == MEMBER_LEN and string.sub(r, -#tail) == tail end)
+  if m then return in_ready(m, due), true end
+  return nil, redis.call('ZCARD', k.queue) <= depth and redis.call('ZCARD', k.ready) <= depth
+end
+
+-- store_delete removes a message store_find found: a member of ready at once (its body with
+-- its last group); one in queue is marked ACKED, and the claim that reaches it drops it and
+-- frees its body.
+local function store_delete(k, it)
+  if it.where == 'ready' then
+    redis.call('ZREM', k.ready, it.member)
+    redis.call('HDEL', k.retries, it.id)
+    unref(k, {it.id})
+  else
+    redis.call('HSET', k.retries, it.id, ACKED)
+  end
+end
+
+-- store_run makes a delayed message store_find found due now: into queue at its priority,
+-- behind what of it is due already, and wakes a blocked consumer; false when it is not delayed.
+local function store_run(k, it, now)
+  if it.state ~= 'delayed' then return false end
+  redis.call('ZREM', k.ready, it.member)
+  redis.call('ZADD', k.queue, PRIORITY_MAX - it.prio, queued(now, it.id))
+  wake(k.wake)
+  return true
+end

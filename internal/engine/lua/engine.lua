@@ -277,3 +277,135 @@ end
 local function check_layout(found)
   if found and found ~= LAYOUT then error(layout_error(found)) end
 end
+
+-- Admin: listing and finding messages (messages.lua, message.lua, delmessage.lua,
+-- runmessage.lua). Each store adds its own part at the end of its store.lua.
+
+-- ADMIN_CHUNK is how many entries a listing or a search reads per command.
+local ADMIN_CHUNK = 500
+
+-- admin_error is the error reply of an Admin verb: "RELQ<what> admin", translated in Go. A
+-- reply without a space would get Redis's ERR code in front of it.
+local function admin_error(what)
+  return redis.error_reply('RELQ' .. what .. ' admin')
+end
+
+-- bytes_less compares two strings bytewise, as a ZSET orders members of one score (Lua's <
+-- follows the locale).
+local function bytes_less(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- zset_after is the rank in key of the first member after (score, member) in ZSET order: the
+-- rank after member while it keeps that score, else found by bisecting the members of that
+-- score, which Redis orders bytewise. O(log² N).
+local function zset_after(key, score, member)
+  local s = redis.call('ZSCORE', key, member)
+  if s and tonumber(s) == score then return redis.call('ZRANK', key, member) + 1 end
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. ms(score))
+  local hi = redis.call('ZCOUNT', key, '-inf', ms(score))
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if bytes_less(member, redis.call('ZRANGE', key, mid, mid)[1]) then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
+-- admin_zpage appends to items the members of key from rank from to rank to (excluded), in
+-- ZSET order, until count are listed or limit were looked at. conv(member, score) makes an
+-- item ({id, ...}) of a member, or nil for a member relq did not write; with hide, ids marked
+-- ACKED are left out and each item gets its attempts from retries. Returns the score and
+-- member of the last one looked at, or nil when the range is exhausted.
+local function admin_zpage(k, key, from, to, count, limit, conv, hide, items)
+  local seen, last_score, last_member = 0, nil, nil
+  while from < to and #items < count and seen < limit do
+    local n = math.min(to - from, count - #items, ADMIN_CHUNK)
+    local got = redis.call('ZRANGE', key, from, from + n - 1, 'WITHSCORES')
+    if #got == 0 then return nil end
+    local chunk = {}
+    for i = 1, #got, 2 do
+      local it = conv(got[i], tonumber(got[i + 1]))
+      if it then chunk[#chunk + 1] = it end
+      last_member, last_score = got[i], got[i + 1]
+      seen = seen + 1
+    end
+    from = from + #got / 2
+    local tries = {}
+    if hide and #chunk > 0 then
+      local ids = {}
+      for i, it in ipairs(chunk) do ids[i] = it.id end
+      tries = read_tries(k, ids)
+    end
+    for i, it in ipairs(chunk) do
+      if tries[i] ~= ACKED then
+        it.attempts = it.attempts or tonumber(tries[i]) or 0
+        items[#items + 1] = it
+      end
+    end
+  end
+  if from >= to then return nil end
+  return last_score, last_member
+end
+
+-- admin_start is the rank where a listing of key resumes after the cursor (score, member), or
+-- from when there is none; never before from.
+local function admin_start(key, score, member, from)
+  if member == '' then return from end
+  return math.max(from, zset_after(key, score, member))
+end
+
+-- admin_find returns where the group holds id, as an item {id, state, ...}; nil when it does
+-- not hold it; or 'deep' when the store could not be searched to its end and may hold it
+-- deeper. Pending and dead are found by id; the store's own states by store_find(k, id, now,
+-- depth), which returns the item, or nil and whether its search was exhaustive.
+local function admin_find(k, id, now, depth, store_find)
+  local s = redis.call('ZSCORE', k.pending, id)
+  if s then return {id = id, state = 'pending', deadline = tonumber(s)} end
+  s = redis.call('ZSCORE', k.dead, id)
+  if s then return {id = id, state = 'dead', dead_at = tonumber(s)} end
+  local tried = redis.call('HGET', k.retries, id)
+  if tried == ACKED then return nil end
+  local it, exhaustive = store_find(k, id, now, depth)
+  if it then
+    it.id = id
+    it.attempts = tonumber(tried) or 0
+    return it
+  end
+  if exhaustive then return nil end
+  -- Back in the store after a delivery, or its body still kept: it may be deeper.
+  if tried or redis.call('HEXISTS', k.bodies, id) == 1 then return 'deep' end
+  return nil
+end
+
+-- admin_out appends items (one state's) to out, 11 values each: id, state, attempts,
+-- priority, due, consumer, lease deadline, since, reason, dead at (ms, 0: none), body or
+-- false. prio_of(extra) is the store's priority of a pending or dead message's extra.
+local function admin_out(k, items, prio_of, out)
+  if #items == 0 then return end
+  local ids = {}
+  for i, it in ipairs(items) do ids[i] = it.id end
+  local bodies = redis.call('HMGET', k.bodies, unpack(ids))
+  local recs, infos = {}, {}
+  if items[1].state == 'pending' then recs = redis.call('HMGET', k.holders, unpack(ids)) end
+  if items[1].state == 'dead' then infos = redis.call('HMGET', k.info, unpack(ids)) end
+  for i, it in ipairs(items) do
+    local attempts, prio, consumer, since, reason = it.attempts or 0, it.prio or 0, '', 0, ''
+    if it.state == 'pending' then
+      local c, a, sn, x = parse(recs[i])
+      if c then consumer, attempts, since, prio = c, a, sn, prio_of(x) end
+    elseif it.state == 'dead' then
+      local x
+      attempts, x, reason = parse_info(infos[i])
+      prio = prio_of(x)
+    end
+    local o = #out
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = it.id, it.state, attempts, prio
+    out[o + 5], out[o + 6], out[o + 7], out[o + 8] = ms(it.due or 0), consumer, ms(it.deadline or 0), ms(since)
+    out[o + 9], out[o + 10], out[o + 11] = reason, ms(it.dead_at or 0), bodies[i] or false
+  end
+end

@@ -1,0 +1,455 @@
+package engine_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/engine"
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+// adminEnv is a backend over the engine with the test helpers of adaptertest.
+type adminEnv struct {
+	*adaptertest.Env
+	e *engine.Engine
+}
+
+// newAdminEnv returns the list or zset backend under a prefix of its own.
+func newAdminEnv(t *testing.T, name string) adminEnv {
+	c, prefix := adaptertest.Server(t)
+	if name == "list" {
+		l, err := list.New(c, list.Options{Prefix: prefix})
+		require.NoError(t, err)
+		return adminEnv{adaptertest.NewEnv(t, c, prefix, l), l.Engine}
+	}
+	z, err := zset.New(c, zset.Options{Prefix: prefix})
+	require.NoError(t, err)
+	return adminEnv{adaptertest.NewEnv(t, c, prefix, z), z.Engine}
+}
+
+// each runs f on a fresh env of each backend.
+func each(t *testing.T, f func(t *testing.T, a adminEnv)) {
+	t.Parallel()
+	for _, name := range []string{"list", "zset"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f(t, newAdminEnv(t, name))
+		})
+	}
+}
+
+const topic, group = "orders", "billing"
+
+func payloads(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
+}
+
+// page reads one page.
+func (a adminEnv) page(state pubsub.MessageState, cursor string, count int) pubsub.MessagePage {
+	a.T.Helper()
+	p, err := a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: state, Cursor: cursor, Count: count})
+	require.NoError(a.T, err)
+	return p
+}
+
+// all reads every page of state, count at a time, and returns the messages and the number of
+// pages.
+func (a adminEnv) all(state pubsub.MessageState, count int) ([]pubsub.MessageInfo, int) {
+	a.T.Helper()
+	var out []pubsub.MessageInfo
+	cursor, pages := "", 0
+	for {
+		p := a.page(state, cursor, count)
+		pages++
+		require.LessOrEqual(a.T, len(p.Messages), count)
+		out = append(out, p.Messages...)
+		if p.Next == "" {
+			return out, pages
+		}
+		require.Less(a.T, pages, 100, "the listing ends")
+		cursor = p.Next
+	}
+}
+
+func (a adminEnv) message(id string) (pubsub.MessageInfo, error) {
+	return a.e.Message(a.Ctx, &pubsub.MessageParams{Topic: topic, Group: group, ID: id})
+}
+
+func (a adminEnv) show(id string) pubsub.MessageInfo {
+	a.T.Helper()
+	m, err := a.message(id)
+	require.NoError(a.T, err)
+	return m
+}
+
+func (a adminEnv) remove(g, id string) error {
+	return a.e.DeleteMessage(a.Ctx, &pubsub.MessageParams{Topic: topic, Group: g, ID: id})
+}
+
+func (a adminEnv) run(id string) error {
+	return a.e.RunMessage(a.Ctx, &pubsub.MessageParams{Topic: topic, Group: group, ID: id})
+}
+
+func infoIDs(ms []pubsub.MessageInfo) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+// sorted returns ids sorted as numbers.
+func sorted(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return map[bool]int{true: -1, false: 1}[a < b]
+	})
+	return out
+}
+
+// fourStates publishes 7 messages into each state of the group: 1-7 pending (held by c1),
+// 8-14 dead, 15-21 ready, 22-28 delayed (due an hour and i seconds from now).
+func (a adminEnv) fourStates() {
+	a.T.Helper()
+	a.EnsureGroup(topic, group)
+	a.Publish(topic, payloads("m", 21)...)
+	require.Len(a.T, a.Claim(topic, group, "c1", 7), 7)
+	var dead []pubsub.NackItem
+	for _, d := range a.Claim(topic, group, "c2", 7) {
+		dead = append(dead, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad " + d.ID})
+	}
+	require.Equal(a.T, 7, a.Nack(topic, group, "c2", 0, dead...).DeadLettered)
+	for i := range 7 {
+		a.PublishDelayed(topic, time.Hour+time.Duration(7-i)*time.Second, fmt.Sprintf("d%d", i))
+	}
+}
+
+func span(from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprint(i))
+	}
+	return out
+}
+
+// Every state pages in its order, three at a time, each message once, with what the state
+// says about it.
+func TestMessagesPagesEachStateInOrder(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.fourStates()
+
+		ready, pages := a.all(pubsub.StateReady, 3)
+		require.Equal(t, span(15, 21), infoIDs(ready), "delivery order")
+		require.Equal(t, 3, pages)
+		for i, m := range ready {
+			require.Equal(t, pubsub.StateReady, m.State)
+			require.Equal(t, fmt.Sprintf("m%d", 14+i), string(m.Envelope.Payload))
+			require.Zero(t, m.Attempts)
+		}
+
+		// delayed 22..28 were published due latest first.
+		delayed, _ := a.all(pubsub.StateDelayed, 3)
+		require.Equal(t, []string{"28", "27", "26", "25", "24", "23", "22"}, infoIDs(delayed), "due order")
+		for i, m := range delayed {
+			require.Equal(t, pubsub.StateDelayed, m.State)
+			require.WithinDuration(t, time.Now().Add(time.Hour), m.Due, 10*time.Second)
+			if i > 0 {
+				require.True(t, m.Due.After(delayed[i-1].Due))
+			}
+		}
+
+		pending, _ := a.all(pubsub.StatePending, 3)
+		require.Equal(t, span(1, 7), sorted(infoIDs(pending)))
+		for i, m := range pending {
+			require.Equal(t, "c1", m.Consumer)
+			require.Equal(t, 1, m.Attempts)
+			require.Greater(t, m.LeaseLeft, 50*time.Second)
+			require.LessOrEqual(t, m.LeaseLeft, time.Minute)
+			require.WithinDuration(t, time.Now(), m.Since, 10*time.Second)
+			if i > 0 {
+				require.GreaterOrEqual(t, m.LeaseLeft, pending[i-1].LeaseLeft-time.Second, "expiry order")
+			}
+		}
+
+		dead, _ := a.all(pubsub.StateDead, 3)
+		require.Equal(t, span(8, 14), sorted(infoIDs(dead)))
+		for i, m := range dead {
+			require.Equal(t, "bad "+m.ID, m.Reason)
+			require.Equal(t, 1, m.Attempts)
+			require.WithinDuration(t, time.Now(), m.DeadAt, 10*time.Second)
+			if i > 0 {
+				require.False(t, m.DeadAt.Before(dead[i-1].DeadAt), "death order")
+			}
+		}
+
+		empty := a.page(pubsub.StateReady, "", 0)
+		require.Len(t, empty.Messages, 7, "Count 0 reads the default page")
+		require.Empty(t, empty.Next)
+	})
+}
+
+// A message that leaves a state between two pages is not listed by the next; what stays is
+// listed once.
+func TestMessagesSkipWhatLeftBetweenPages(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.fourStates()
+
+		// ready 15..21: a claim of five takes the first page and two more.
+		p1 := a.page(pubsub.StateReady, "", 3)
+		require.Equal(t, span(15, 17), infoIDs(p1.Messages))
+		claimed := a.Claim(topic, group, "c3", 5)
+		require.Equal(t, span(15, 19), adaptertest.IDs(claimed))
+		p2 := a.page(pubsub.StateReady, p1.Next, 3)
+		require.Equal(t, span(20, 21), infoIDs(p2.Messages))
+		require.Empty(t, p2.Next)
+
+		// A release puts 15 back at the consume end, before the cursor: not listed again.
+		p1 = a.page(pubsub.StateReady, "", 1)
+		require.Equal(t, []string{"20"}, infoIDs(p1.Messages))
+		a.Nack(topic, group, "c3", 0, pubsub.NackItem{ID: "15", Attempt: 1, Release: true})
+		rest, _ := a.allFrom(pubsub.StateReady, p1.Next, 1)
+		require.Equal(t, []string{"21"}, infoIDs(rest))
+
+		// delayed 28..22: run the next page's first one, and the cursor's own.
+		p1 = a.page(pubsub.StateDelayed, "", 3)
+		require.Equal(t, []string{"28", "27", "26"}, infoIDs(p1.Messages))
+		require.NoError(t, a.run("25"))
+		require.NoError(t, a.run("26"))
+		rest, _ = a.allFrom(pubsub.StateDelayed, p1.Next, 3)
+		require.Equal(t, []string{"24", "23", "22"}, infoIDs(rest))
+
+		// pending: ack what the next page would start with.
+		all, _ := a.all(pubsub.StatePending, 100)
+		p1 = a.page(pubsub.StatePending, "", 3)
+		next := all[len(p1.Messages)]
+		require.Equal(t, 1, a.Ack(topic, group, "x", pubsub.Delivery{ID: next.ID, Attempt: next.Attempts}).Acked)
+		rest, _ = a.allFrom(pubsub.StatePending, p1.Next, 3)
+		seen := append(infoIDs(p1.Messages), infoIDs(rest)...)
+		require.NotContains(t, seen, next.ID)
+		require.Len(t, seen, len(all)-1)
+	})
+}
+
+// allFrom reads the pages of state from cursor on.
+func (a adminEnv) allFrom(state pubsub.MessageState, cursor string, count int) ([]pubsub.MessageInfo, int) {
+	a.T.Helper()
+	var out []pubsub.MessageInfo
+	for pages := 1; ; pages++ {
+		p := a.page(state, cursor, count)
+		out = append(out, p.Messages...)
+		if p.Next == "" {
+			return out, pages
+		}
+		require.Less(a.T, pages, 100)
+		cursor = p.Next
+	}
+}
+
+// Message tells each state with what it knows of it.
+func TestMessageShowsEachState(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.fourStates()
+
+		m := a.show("3")
+		require.Equal(t, pubsub.StatePending, m.State)
+		require.Equal(t, "c1", m.Consumer)
+		require.Equal(t, 1, m.Attempts)
+		require.Greater(t, m.LeaseLeft, 50*time.Second)
+		require.Equal(t, "m2", string(m.Envelope.Payload))
+		require.Equal(t, topic, m.Topic)
+		require.Equal(t, group, m.Group)
+
+		m = a.show("9")
+		require.Equal(t, pubsub.StateDead, m.State)
+		require.Equal(t, "bad 9", m.Reason)
+		require.Equal(t, 1, m.Attempts)
+		require.False(t, m.DeadAt.IsZero())
+
+		m = a.show("21")
+		require.Equal(t, pubsub.StateReady, m.State)
+		require.Zero(t, m.Attempts)
+		require.True(t, m.Due.IsZero())
+		require.Equal(t, "uuid-m20", m.Envelope.UUID)
+
+		m = a.show("24")
+		require.Equal(t, pubsub.StateDelayed, m.State)
+		require.WithinDuration(t, time.Now().Add(time.Hour+4*time.Second), m.Due, 5*time.Second)
+
+		// A retry keeps its attempts: ready again after one, delayed after another.
+		d := a.Claim(topic, group, "c4", 1)[0]
+		a.Nack(topic, group, "c4", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
+		require.Equal(t, 1, a.show(d.ID).Attempts)
+		d = a.Claim(topic, group, "c4", 1)[0]
+		a.Nack(topic, group, "c4", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour})
+		m = a.show(d.ID)
+		require.Equal(t, pubsub.StateDelayed, m.State)
+		require.Equal(t, 2, m.Attempts)
+
+		// An expired lease waits for Reclaim: negative lease left.
+		a.ExpireLease(a.e.Keys(topic, group).Pending(), "4")
+		require.Negative(t, a.show("4").LeaseLeft)
+
+		// Acked or never published: not found.
+		a.Ack(topic, group, "c1", pubsub.Delivery{ID: "5", Attempt: 1})
+		for _, id := range []string{"5", "99", "abc", "007", ""} {
+			_, err := a.message(id)
+			require.ErrorIs(t, err, pubsub.ErrMessageNotFound, id)
+		}
+	})
+}
+
+// A body that is gone or cannot be decoded is shown as such.
+func TestMessageShowsAMissingOrCorruptBody(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.EnsureGroup(topic, group)
+		ids := a.Publish(topic, "a")
+		require.NoError(t, a.e.InjectCorrupt(a.Ctx, topic, group, []byte("\xffjunk")))
+		require.NoError(t, a.e.DeleteBody(a.Ctx, topic, ids[0]))
+
+		ms, _ := a.all(pubsub.StateReady, 10)
+		require.Len(t, ms, 2)
+		require.True(t, ms[0].BodyMissing)
+		require.Equal(t, []byte("\xffjunk"), ms[1].Raw)
+		require.ErrorIs(t, ms[1].Err, pubsub.ErrCorruptEntry)
+		require.True(t, a.show(ms[1].ID).Raw != nil)
+	})
+}
+
+// DeleteMessage in each state: the group never gets it again, another group still does, and
+// its body goes with the last group that held it.
+func TestDeleteMessageInEachState(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.EnsureGroup(topic, "other")
+		a.fourStates()
+		k := a.e.Keys(topic, group)
+		// 1-7 pending, 8-14 dead, 15-21 ready, 22-28 delayed; 29 is ready for the group alone
+		// (other acks its copy), 30 too.
+		a.Publish(topic, "solo", "solo2")
+		for _, d := range a.Claim(topic, "other", "o", 30) {
+			if d.ID == "29" || d.ID == "30" {
+				a.Ack(topic, "other", "o", d)
+			} else {
+				a.Nack(topic, "other", "o", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
+			}
+		}
+
+		gone := []string{"2", "9", "16", "23", "29"}
+		for _, id := range gone {
+			require.NoError(t, a.remove(group, id), id)
+			_, err := a.message(id)
+			require.ErrorIs(t, err, pubsub.ErrMessageNotFound, "%s is gone", id)
+			require.ErrorIs(t, a.remove(group, id), pubsub.ErrMessageNotFound, "twice")
+		}
+		for _, s := range pubsub.States {
+			ms, _ := a.all(s, 100)
+			for _, id := range gone {
+				require.NotContains(t, infoIDs(ms), id, "%s is not listed as %s", id, s)
+			}
+		}
+		// A holder's ack of the deleted pending message is stale.
+		res := a.Ack(topic, group, "c1", pubsub.Delivery{ID: "2", Attempt: 1})
+		require.Equal(t, 0, res.Acked)
+		require.Equal(t, 1, res.Stale)
+
+		// Bodies shared with the other group stay; 29's was the group's alone. A ready
+		// message's body goes when a claim drops it.
+		bodies := a.Hash(k.Bodies())
+		for _, id := range []string{"2", "9", "16", "23"} {
+			require.Contains(t, bodies, id)
+		}
+		require.Contains(t, bodies, "29", "ready: freed by the claim that reaches it")
+
+		// The group gets none of them, whatever comes due.
+		for _, id := range []string{"22", "24", "25", "26", "27", "28"} {
+			require.NoError(t, a.run(id))
+		}
+		var got []string
+		for ds := a.Claim(topic, group, "c5", 100); len(ds) > 0; ds = a.Claim(topic, group, "c5", 100) {
+			got = append(got, adaptertest.IDs(ds)...)
+		}
+		require.ElementsMatch(t, []string{"15", "17", "18", "19", "20", "21", "22", "24", "25", "26", "27", "28", "30"}, got)
+		require.NotContains(t, a.Hash(k.Bodies()), "29")
+		require.Empty(t, a.Hash(k.Retries()), "the claim dropped the marks")
+
+		// The other group gets every one, 29 and 30 acked before.
+		var other []string
+		for ds := a.Claim(topic, "other", "o", 100); len(ds) > 0; ds = a.Claim(topic, "other", "o", 100) {
+			other = append(other, adaptertest.IDs(ds)...)
+		}
+		require.Len(t, other, 21, "1-21; delayed 22-28 are not due for it")
+	})
+}
+
+// A deleted message whose body no other group holds frees its body at once, in every state
+// but ready.
+func TestDeleteMessageFreesItsBody(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.fourStates()
+		k := a.e.Keys(topic, group)
+		for _, id := range []string{"2", "9", "23"} {
+			require.NoError(t, a.remove(group, id))
+			require.NotContains(t, a.Hash(k.Bodies()), id)
+		}
+		require.NoError(t, a.remove(group, "16"))
+		require.Contains(t, a.Hash(k.Bodies()), "16")
+		require.Equal(t, []string{"15", "17", "18", "19", "20", "21"}, adaptertest.IDs(a.Claim(topic, group, "c", 7)))
+		require.NotContains(t, a.Hash(k.Bodies()), "16", "the claim that reached it freed it")
+	})
+}
+
+// RunMessage makes a delayed message claimable at once; a message in another state is not
+// delayed.
+func TestRunMessage(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.EnsureGroup(topic, group)
+		ids := a.PublishDelayed(topic, time.Hour, "later")
+		ready := a.Publish(topic, "now")
+		require.ErrorIs(t, a.run(ready[0]), pubsub.ErrNotDelayed)
+		require.NoError(t, a.run(ids[0]))
+		require.Equal(t, pubsub.StateReady, a.show(ids[0]).State)
+		require.ElementsMatch(t, []string{ready[0], ids[0]}, adaptertest.IDs(a.Claim(topic, group, "c", 10)))
+		require.ErrorIs(t, a.run(ids[0]), pubsub.ErrNotDelayed, "pending")
+		require.ErrorIs(t, a.run("99"), pubsub.ErrMessageNotFound)
+	})
+}
+
+// Bad input gets a typed error.
+func TestMessagesBadInput(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.fourStates()
+		page := a.page(pubsub.StateDelayed, "", 2)
+		for _, c := range []string{"junk", "ready" + page.Next[len("delayed"):], "delayed:x:1:22", "delayed:d:1:a b", "delayed:d:zz:22"} {
+			_, err := a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: pubsub.StateDelayed, Cursor: c})
+			require.ErrorIs(t, err, pubsub.ErrBadCursor, c)
+		}
+		_, err := a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: "stuck"})
+		require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+		_, err = a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: pubsub.StateDead, Count: -1})
+		require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+		_, err = a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: "nobody", State: pubsub.StateDead})
+		require.ErrorIs(t, err, pubsub.ErrGroupNotFound)
+		_, err = a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: "a{b", Group: group, State: pubsub.StateDead})
+		require.ErrorIs(t, err, pubsub.ErrInvalidName)
+		for _, call := range []func(*pubsub.MessageParams) error{
+			func(p *pubsub.MessageParams) error { _, err := a.e.Message(a.Ctx, p); return err },
+			func(p *pubsub.MessageParams) error { return a.e.DeleteMessage(a.Ctx, p) },
+			func(p *pubsub.MessageParams) error { return a.e.RunMessage(a.Ctx, p) },
+		} {
+			require.ErrorIs(t, call(&pubsub.MessageParams{Topic: topic, Group: "nobody", ID: "1"}), pubsub.ErrGroupNotFound)
+			require.ErrorIs(t, call(&pubsub.MessageParams{Topic: topic, Group: "no:colon", ID: "1"}), pubsub.ErrInvalidName)
+		}
+	})
+}
