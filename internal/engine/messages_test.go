@@ -453,3 +453,51 @@ func TestMessagesBadInput(t *testing.T) {
 		}
 	})
 }
+
+// Deleted ready messages, and messages acked late while they waited, are hidden: pages fill
+// up past them.
+func TestMessagesHideWhatIsMarkedAcked(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.EnsureGroup(topic, group)
+		a.Publish(topic, payloads("m", 10)...)
+		for _, id := range []string{"2", "4", "5"} {
+			require.NoError(t, a.remove(group, id))
+		}
+		var pages [][]string
+		for cursor := ""; ; {
+			p := a.page(pubsub.StateReady, cursor, 3)
+			pages = append(pages, infoIDs(p.Messages))
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+		require.Equal(t, [][]string{{"1", "3", "6"}, {"7", "8", "9"}, {"10"}}, pages)
+
+		// A late ack of a message that waits delayed after a nack.
+		d := a.Claim(topic, group, "c", 1)[0]
+		a.Nack(topic, group, "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour})
+		require.Equal(t, pubsub.StateDelayed, a.show(d.ID).State)
+		res := a.Ack(topic, group, "c", d)
+		require.Equal(t, 1, res.Acked)
+		_, err := a.message(d.ID)
+		require.ErrorIs(t, err, pubsub.ErrMessageNotFound)
+		delayed, _ := a.all(pubsub.StateDelayed, 10)
+		require.Empty(t, delayed)
+	})
+}
+
+// A dead letter requeued between two pages of dead letters is not listed by the next.
+func TestMessagesSkipARequeuedDeadLetter(t *testing.T) {
+	each(t, func(t *testing.T, a adminEnv) {
+		a.fourStates()
+		all, _ := a.all(pubsub.StateDead, 100)
+		p1 := a.page(pubsub.StateDead, "", 2)
+		requeued := []string{p1.Messages[1].ID, all[2].ID}
+		n, err := a.e.RequeueDeadLetters(a.Ctx, &pubsub.RequeueParams{Topic: topic, Group: group, IDs: requeued})
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		rest, _ := a.allFrom(pubsub.StateDead, p1.Next, 2)
+		require.Equal(t, infoIDs(all[3:]), infoIDs(rest))
+		require.Equal(t, pubsub.StateReady, a.show(requeued[0]).State)
+	})
+}
