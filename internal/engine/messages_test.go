@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
+	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -23,6 +25,11 @@ type adminEnv struct {
 // newAdminEnv returns the list or zset backend under a prefix of its own.
 func newAdminEnv(t *testing.T, name string) adminEnv {
 	c, prefix := adaptertest.Server(t)
+	return adminEnvOn(t, name, c, prefix)
+}
+
+// adminEnvOn returns the list or zset backend on c under prefix.
+func adminEnvOn(t *testing.T, name string, c *redis.Client, prefix string) adminEnv {
 	if name == "list" {
 		l, err := list.New(c, list.Options{Prefix: prefix})
 		require.NoError(t, err)
@@ -500,4 +507,32 @@ func TestMessagesSkipARequeuedDeadLetter(t *testing.T) {
 		require.Equal(t, infoIDs(all[3:]), infoIDs(rest))
 		require.Equal(t, pubsub.StateReady, a.show(requeued[0]).State)
 	})
+}
+
+// A full Redis (maxmemory reached, noeviction) still lists, shows and deletes messages in
+// every state: deleting frees memory.
+func TestMessagesOnAFullRedis(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"list", "zset"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			server := redistest.Start(t, redistest.Options{Args: []string{"--maxmemory-policy", "noeviction"}})
+			c := server.Client(t)
+			a := adminEnvOn(t, name, c, redistest.Prefix(t))
+			a.fourStates()
+			require.NoError(t, c.ConfigSet(a.Ctx, "maxmemory", "1").Err())
+			_, err := a.e.Publish(a.Ctx, &pubsub.PublishParams{Topic: topic, Messages: messages("x")})
+			require.ErrorIs(t, err, pubsub.ErrRedisFull, "the Redis is full")
+
+			for _, s := range pubsub.States {
+				ms, _ := a.all(s, 3)
+				require.Len(t, ms, 7, "%s", s)
+			}
+			for _, id := range []string{"2", "9", "16", "23"} {
+				require.NoError(t, a.remove(group, id), id)
+				_, err := a.message(id)
+				require.ErrorIs(t, err, pubsub.ErrMessageNotFound, id)
+			}
+		})
+	}
 }

@@ -239,7 +239,7 @@ local function store_find(k, id, _, depth)
     while pos < n do
       local c = math.min(n - pos, ADMIN_CHUNK)
       for _, e in ipairs(redis.call('LRANGE', key, -(pos + c), -(pos + 1))) do
-        if string.sub(e, 1, #prefix) == prefix then return true end
+        if string.sub(e, 1, #prefix) == prefix or e == id then return true end
       end
       pos = pos + c
     end
