@@ -2,7 +2,8 @@ package cli
 
 // How the commands print a message's payload: as JSON when it parses (indented by show,
 // compact in a table cell), as text when it is UTF-8 text, else as hex. Whatever the bytes,
-// nothing printed can drive the terminal: non-printable characters are shown escaped.
+// nothing printed can drive the terminal: non-printable characters are shown escaped (in
+// JSON as JSON escapes, so that it stays JSON).
 
 import (
 	"bytes"
@@ -12,6 +13,7 @@ import (
 	"io"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -59,7 +61,7 @@ func writeBytes(w io.Writer, indent string, p []byte) {
 	case isJSON(p):
 		var b bytes.Buffer
 		_ = json.Indent(&b, p, "", "  ") // p is valid JSON
-		body = escape(b.String(), true)
+		body = jsonSafe(b.String())
 	case isText(p):
 		body = escape(strings.ReplaceAll(string(p), "\r\n", "\n"), true)
 		body = strings.TrimSuffix(body, "\n")
@@ -79,7 +81,7 @@ func bytesCell(p []byte) string {
 	case len(p) <= cellBytes && isJSON(p):
 		var b bytes.Buffer
 		_ = json.Compact(&b, p)
-		return oneLine(b.String())
+		return jsonSafe(b.String())
 	case isText(p[:textPrefix(p)]):
 		s := oneLine(string(p[:textPrefix(p)]))
 		if textPrefix(p) < len(p) {
@@ -93,6 +95,24 @@ func bytesCell(p []byte) string {
 		s += "…"
 	}
 	return s
+}
+
+// jsonSafe shows the non-printable characters of JSON text (they can only be in its
+// strings) as JSON escapes, so that it stays JSON, backslashes and all.
+func jsonSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
 
 // textPrefix is the length of p's first cellBytes bytes, cut back to a whole UTF-8
