@@ -138,6 +138,9 @@ func TestMsgLsPrintsTheNextCursor(t *testing.T) {
 	require.Regexp(t, `(?m)^2\s`, out)
 	require.NotRegexp(t, `(?m)^3\s`, out)
 	require.True(t, strings.HasSuffix(out, "\nMore: --cursor at:2\n"), out)
+	require.Equal(t, []string{"1", "2"}, idsIn(out)) // the helpers of admin_verbs_test.go
+	require.Equal(t, "at:2", cursorIn(out))
+	require.Equal(t, "it's", cursorIn("More: --cursor "+shellQuote("it's")+"\n"))
 
 	code, out, _ = r.run(t, "msg", "ls", "orders", "billing", "-n", "2", "--cursor", "at:4")
 	require.Equal(t, 0, code)
