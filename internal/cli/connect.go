@@ -308,7 +308,8 @@ func (s *session) explain(err error) error {
 	case isPermission(err):
 		return fmt.Errorf("Redis at %s refused a command to user %q: %w\n"+
 			"(the relq tools need, for example: ACL SETUSER %s ~{%s:* -@all +@read +ping +evalsha +eval +time +info; "+
-			"dead requeue and purge need +@write too: see docs/cli.md, Permissions)",
+			"the verbs that change data (dead requeue|purge, topic delete, group pause|resume|delete, msg rm|run) need +@write too: "+
+			"see docs/cli.md, Permissions)",
 			s.where, s.user, err, s.user, s.prefix)
 	case redis.IsAuthError(err):
 		return fmt.Errorf("Redis at %s refused the login: %w", s.where, err)

@@ -44,9 +44,9 @@ func TestAnUnknownFlagSuggestsTheNearest(t *testing.T) {
 		{[]string{"msg", "ls", "a", "b", "--cnt=3"}, "relq: unknown flag: --cnt (did you mean --count?)\n"},
 		{[]string{"dead", "ls", "--limt", "3"}, "relq: unknown flag: --limt (did you mean --limit?)\nusage: relq dead ls [flags]"},
 		{[]string{"stats", "--wach"}, "relq: unknown flag: --wach (did you mean --watch?)\n"},
-		{[]string{"topics", "--redis-ulr", "redis://x"}, "relq: unknown flag: --redis-ulr (did you mean --redis-url?)\n"}, // inherited
-		{[]string{"group", "ls", "t", "--pre", "shop"}, "relq: unknown flag: --pre (did you mean --prefix?)\n"},                   // a prefix of it
-		{[]string{"msg", "rm", "a", "b", "c", "-yes"}, "relq: unknown shorthand flag: 'e' in -es (did you mean --yes?)\n"},           // one dash
+		{[]string{"topics", "--redis-ulr", "redis://x"}, "relq: unknown flag: --redis-ulr (did you mean --redis-url?)\n"},
+		{[]string{"group", "ls", "t", "--pre", "shop"}, "relq: unknown flag: --pre (did you mean --prefix?)\n"},            // the noun's flag; a prefix of it
+		{[]string{"msg", "rm", "a", "b", "c", "-yes"}, "relq: unknown shorthand flag: 'e' in -es (did you mean --yes?)\n"}, // one dash
 		{[]string{"msg", "ls", "a", "b", "-count", "3"}, "relq: unknown shorthand flag: 'c' in -count (did you mean --count?)\n"},
 		{[]string{"group", "ls", "t", "--zzzzzz"}, "relq: unknown flag: --zzzzzz\nusage: relq group ls TOPIC [flags] (see relq group ls --help)\n"},
 	} {
