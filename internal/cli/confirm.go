@@ -5,6 +5,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,6 +33,9 @@ func confirm(env Env, yes bool, verb, question string) (bool, error) {
 	}
 	return false, nil
 }
+
+// errNotConfirmed ends a destructive verb whose question was answered no.
+func errNotConfirmed(verb string) error { return errors.New(verb + " not confirmed") }
 
 // readLine reads one line, trimmed; false at the end of input before any.
 func readLine(r *bufio.Reader) (string, bool) {

@@ -318,7 +318,7 @@ PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all
 			}
 			if !ok {
 				fmt.Fprintln(out, "Nothing purged.")
-				return errors.New("purge not confirmed")
+				return errNotConfirmed("purge")
 			}
 			n, err := b.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: d.ref.topic, Group: d.group, Limit: int(total)})
 			if n > 0 || err == nil {

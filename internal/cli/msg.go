@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -272,6 +271,3 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
-
-// errNotConfirmed ends a destructive verb whose question was answered no.
-func errNotConfirmed(verb string) error { return errors.New(verb + " not confirmed") }
