@@ -65,7 +65,7 @@ Progress goes to stderr; the table (or --json) to stdout. The default run takes 
 minutes on two idle cores (up to about six on a busy machine), half of it the rounds and a
 sixth the scale phase (--scale=false leaves it out); --quick is a small run of one round,
 for tests, whose figures mean little.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			from := "--redis-url"
 			if opts.redisURL == "" {

@@ -87,7 +87,11 @@ type finder interface {
 	HasTopic(ctx context.Context, topic string) (bool, error)
 }
 
-func (s *session) Close() { _ = s.client.Close() }
+func (s *session) Close() {
+	if s.client != nil { // nil in tests on an in-memory Admin
+		_ = s.client.Close()
+	}
+}
 
 // connect validates the options and connects, checking that Redis answers.
 func (o *connOptions) connect(ctx context.Context, env Env) (*session, error) {
@@ -101,6 +105,9 @@ func (o *connOptions) connect(ctx context.Context, env Env) (*session, error) {
 		names = []string{o.backend}
 	default:
 		return nil, fmt.Errorf("--backend %q: want list, zset, streams or auto", o.backend)
+	}
+	if env.dial != nil {
+		return env.dial(ctx, o)
 	}
 
 	raw, from := o.url, "from --redis-url"
@@ -301,7 +308,8 @@ func (s *session) explain(err error) error {
 	case isPermission(err):
 		return fmt.Errorf("Redis at %s refused a command to user %q: %w\n"+
 			"(the relq tools need, for example: ACL SETUSER %s ~{%s:* -@all +@read +ping +evalsha +eval +time +info; "+
-			"dead requeue and purge need +@write too: see docs/cli.md, Permissions)",
+			"the verbs that change data (dead requeue|purge, topic delete, group pause|resume|delete, msg rm|run) need +@write too: "+
+			"see docs/cli.md, Permissions)",
 			s.where, s.user, err, s.user, s.prefix)
 	case redis.IsAuthError(err):
 		return fmt.Errorf("Redis at %s refused the login: %w", s.where, err)

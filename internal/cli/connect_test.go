@@ -98,7 +98,7 @@ func TestConnectExplainsAMissingPermission(t *testing.T) {
 		append([]string{"dead", "requeue", "--all", "--topic", "orders", "--group", "billing"}, append(base, url)...)...)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `refused a command to user "`+name+`-ro": requeue: `)
-	require.Contains(t, errOut, "dead requeue and purge need +@write too")
+	require.Contains(t, errOut, "the verbs that change data (dead requeue|purge, topic delete, group pause|resume|delete, msg rm|run) need +@write too")
 	require.Equal(t, int64(5), f.stats(f.list, "orders", "billing").Dead)
 
 	// With +@write as well, the dead-letter commands work.

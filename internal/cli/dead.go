@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,8 +24,8 @@ type deadOptions struct {
 
 func newDeadCommand(env Env) *cobra.Command {
 	var opts deadOptions
-	cmd := &cobra.Command{
-		Use:   "dead",
+	cmd := parentCommand(&cobra.Command{
+		Use:   "dead COMMAND",
 		Short: "List, show, requeue or purge a group's dead letters",
 		Long: `dead works on the dead letters of one group of one topic: messages that reached
 MaxDeliveries, or could not be decoded, kept with the reason, the number of attempts and
@@ -39,7 +37,7 @@ when they were dead-lettered, and never delivered again until requeued.
   relq dead purge   --topic T --group G --all [--yes]
 
 Redis, prefix and backend are chosen as for relq stats (see relq stats --help).`,
-	}
+	})
 	opts.conn.addFlags(cmd)
 	f := cmd.PersistentFlags()
 	f.StringVar(&opts.topic, "topic", "", "the topic (required)")
@@ -112,7 +110,7 @@ when it was dead-lettered (Redis clock, shown in local time), the message UUID a
 --limit and --offset page through them; the last line says how to get the next page.`,
 		Example: `  relq dead ls --topic orders --group billing
   relq dead ls --topic orders --group billing --limit 50 --offset 50`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 || offset < 0 {
 				return errors.New("--limit must be at least 1 and --offset at least 0")
@@ -142,7 +140,7 @@ when it was dead-lettered (Redis clock, shown in local time), the message UUID a
 			}
 			fmt.Fprintf(out, "Dead letters of %s: %d-%d of %d, oldest first\n\n",
 				d.describe(), offset+1, offset+len(dls), total)
-			t := newTable(out, "ID", "ATTEMPTS", "DEAD-LETTERED AT", "UUID", "REASON")
+			t := newTable(out, widthOf(env, out), "ID", "ATTEMPTS", "DEAD-LETTERED AT", "UUID", "REASON")
 			for _, dl := range dls {
 				uuid := oneLine(dl.Envelope.UUID)
 				if dl.Raw != nil {
@@ -175,7 +173,7 @@ reasons are shown escaped, so nothing in a message can drive the terminal. --raw
 payload bytes alone, unchanged, for a file or a pipe.`,
 		Example: `  relq dead show --topic orders --group billing 42
   relq dead show --topic orders --group billing 42 --raw > payload.bin`,
-		Args: cobra.ExactArgs(1),
+		Args: argsNamed("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			d, err := opts.open(ctx, env)
@@ -225,33 +223,10 @@ func (d *deadTarget) find(ctx context.Context, id string) (pubsub.DeadLetter, er
 
 func writeDeadLetter(w io.Writer, d *deadTarget, dl pubsub.DeadLetter) {
 	fmt.Fprintf(w, "Dead letter %s of %s\n", oneLine(dl.ID), d.describe())
-	fmt.Fprintf(w, "  attempts:         %d\n", dl.Attempts)
-	fmt.Fprintf(w, "  dead-lettered at: %s\n", timestamp(dl.DeadAt))
-	fmt.Fprintf(w, "  reason:           %s\n", oneLine(dl.Reason))
-	if dl.Raw != nil {
-		fmt.Fprintf(w, "  the stored entry could not be decoded (%d bytes, %s):\n", len(dl.Raw), bytesKind(dl.Raw))
-		writeBytes(w, "    ", dl.Raw)
-		return
-	}
-	env := dl.Envelope
-	fmt.Fprintf(w, "  uuid:             %s\n", oneLine(env.UUID))
-	keys := make([]string, 0, len(env.Metadata))
-	for k := range env.Metadata {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	fmt.Fprintf(w, "  metadata:         %d\n", len(keys))
-	width := 0
-	for _, k := range keys {
-		width = max(width, len(oneLine(k)))
-	}
-	for _, k := range keys {
-		fmt.Fprintf(w, "    %-*s  %s\n", width, oneLine(k), oneLine(env.Metadata[k]))
-	}
-	fmt.Fprintf(w, "  payload:          %d bytes, %s\n", len(env.Payload), bytesKind(env.Payload))
-	if len(env.Payload) > 0 {
-		writeBytes(w, "    ", env.Payload)
-	}
+	field(w, "attempts", fmt.Sprint(dl.Attempts))
+	field(w, "dead-lettered at", timestamp(dl.DeadAt))
+	field(w, "reason", oneLine(dl.Reason))
+	writeEnvelope(w, dl.Envelope, dl.Raw)
 }
 
 func newDeadRequeueCommand(env Env, opts *deadOptions) *cobra.Command {
@@ -267,7 +242,7 @@ requeued.`,
   relq dead requeue --topic orders --group billing --all`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
-				return errors.New("give the IDs of the dead letters to requeue, or --all")
+				return usageError(cmd, "give the IDs of the dead letters to requeue, or --all")
 			}
 			ctx := cmd.Context()
 			d, err := opts.open(ctx, env)
@@ -302,7 +277,8 @@ func newDeadPurgeCommand(env Env, opts *deadOptions) *cobra.Command {
 		Use:   "purge --all [--yes]",
 		Short: "Delete all of a group's dead letters for good",
 		Long: `purge deletes every dead letter of the group, for good. It says how many and asks for
-confirmation (y/N, read from standard input) unless --yes is given.
+confirmation (y/N, read from standard input) unless --yes is given; when standard input is
+not a terminal, where nobody sees the question, it refuses without --yes.
 
 Purging chosen dead letters by ID is not supported yet: the Backend contract's
 PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all.`,
@@ -332,16 +308,17 @@ PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all
 				fmt.Fprintf(out, "No dead letters in %s: nothing to purge.\n", d.describe())
 				return nil
 			}
-			if !yes {
-				all := "all " + num(total) + " dead letters"
-				if total == 1 {
-					all = "the 1 dead letter"
-				}
-				fmt.Fprintf(env.Err, "Delete %s of %s at %s for good? [y/N] ", all, d.describe(), d.s.where)
-				if !confirmed(env.In, env.Err) {
-					fmt.Fprintln(out, "Nothing purged.")
-					return errors.New("purge not confirmed")
-				}
+			all := "all " + num(total) + " dead letters"
+			if total == 1 {
+				all = "the 1 dead letter"
+			}
+			ok, err := confirm(env, yes, "dead purge", fmt.Sprintf("Delete %s of %s at %s for good?", all, d.describe(), d.s.where))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				fmt.Fprintln(out, "Nothing purged.")
+				return errNotConfirmed("purge")
 			}
 			n, err := b.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: d.ref.topic, Group: d.group, Limit: int(total)})
 			if n > 0 || err == nil {
@@ -353,25 +330,6 @@ PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all
 	cmd.Flags().BoolVar(&all, "all", false, "purge every dead letter of the group (required)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
-}
-
-// confirmed reads one line and reports whether it says yes. An answer that does not come
-// from a terminal, which would have echoed it, is echoed to prompt's line, so that what
-// follows starts on a line of its own.
-func confirmed(in io.Reader, prompt io.Writer) bool {
-	line, err := bufio.NewReader(in).ReadString('\n')
-	answer := strings.TrimSpace(line)
-	if !isTerminalReader(in) {
-		fmt.Fprintln(prompt, oneLine(answer))
-	}
-	if err != nil && line == "" {
-		return false
-	}
-	switch strings.ToLower(answer) {
-	case "y", "yes":
-		return true
-	}
-	return false
 }
 
 func plural(n int) string {

@@ -176,6 +176,20 @@ func TestDeadPurgeWithYesDoesNotAsk(t *testing.T) {
 	require.Contains(t, out, "Purged 5 dead letters")
 }
 
+// Nobody sees a question asked on an input that is no terminal (a pipe, a file, a CI job):
+// purge refuses rather than read an answer from there.
+func TestDeadPurgeRefusesWithoutATerminalOrYes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fillDead(f)
+	code, _, errOut := runTool(t, f.ctx, Env{Getenv: urlEnv(f.url), In: strings.NewReader("y\n")},
+		"dead", "purge", "--topic", "orders", "--group", "billing", "--all", "--prefix", f.prefix)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "relq: dead purge deletes for good and asks first, but standard input is not a terminal: pass --yes")
+	require.NotContains(t, errOut, "[y/N]")
+	require.Equal(t, int64(5), f.stats(f.list, "orders", "billing").Dead)
+}
+
 // A drained list topic is still the list backend's: its dead letter is listed and requeued
 // without naming the backend, and the zset backend does not claim it.
 func TestDeadOnADrainedListTopic(t *testing.T) {
@@ -223,7 +237,7 @@ func TestDeadPurgeDeletesOnlyWhatWasConfirmed(t *testing.T) {
 	in := &readerFunc{Reader: strings.NewReader("y\n"), before: func() {
 		f.bury(f.list, "orders", "billing", "late", f.claim(f.list, "orders", "billing", 1)...)
 	}}
-	code, out, errOut := runTool(t, context.Background(), Env{Getenv: urlEnv(f.url), In: in},
+	code, out, errOut := runTool(t, context.Background(), Env{Getenv: urlEnv(f.url), In: in, InIsTerminal: onTerminal},
 		"dead", "purge", "--topic", "orders", "--group", "billing", "--all", "--prefix", f.prefix)
 	require.Equal(t, 0, code)
 	require.Contains(t, errOut, "Delete all 5 dead letters")

@@ -57,7 +57,7 @@ at exit); else an embedded in-process Redis (miniredis).
 The demo works under the key prefix "` + DemoPrefixDefault + `" and deletes the keys of that prefix
 (and only those) when it starts. It leaves its dead letter in place, so with REDIS_URL
 you can inspect it after the run.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.urlFrom = "--redis-url"
 			if opts.redisURL == "" {

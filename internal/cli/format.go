@@ -4,34 +4,96 @@ package cli
 // print (a reason or a payload can hold anything, terminal escape sequences included).
 
 import (
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// table writes rows aligned in columns separated by two spaces.
+// table writes rows aligned in columns separated by two spaces. With a width, the last
+// column (a reason, a payload, a list of groups) is cut so that a row fits it; show commands
+// print such cells whole.
 type table struct {
-	tw *tabwriter.Writer
+	w     io.Writer
+	width int
+	rows  [][]string
 }
 
-func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+// minLastColumn is what the last column keeps however wide the columns before it are.
+const minLastColumn = 16
+
+// defaultWidth is the width of an output whose width is unknown (a file, a pipe).
+const defaultWidth = 100
+
+func newTable(w io.Writer, width int, header ...string) *table {
+	t := &table{w: w, width: width}
 	t.row(header...)
 	return t
 }
 
-func (t *table) row(cells ...string) {
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) flush() error {
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r[:max(len(r)-1, 0)] {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range t.rows {
+		used := 0
+		for i, c := range r {
+			if i < len(r)-1 {
+				b.WriteString(c)
+				pad := widths[i] - utf8.RuneCountInString(c) + 2
+				b.WriteString(strings.Repeat(" ", pad))
+				used += widths[i] + 2
+				continue
+			}
+			if t.width > 0 {
+				c = cut(c, max(t.width-used, minLastColumn))
+			}
+			b.WriteString(c)
+		}
+		b.WriteByte('\n')
+	}
+	t.rows = t.rows[:0]
+	_, err := io.WriteString(t.w, b.String())
+	return err
 }
 
-func (t *table) flush() error { return t.tw.Flush() }
+// cut shortens s to n characters, the last of them "…", when it is longer.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:n-1]) + "…"
+}
+
+// widthOf is the width tables cut to on out.
+func widthOf(env Env, out io.Writer) int {
+	if w := env.Width(out); w > 0 {
+		return w
+	}
+	return defaultWidth
+}
+
+// terminalWidth is the width of the terminal w is, or 0.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		return ttyWidth(f)
+	}
+	return 0
+}
 
 // age prints a duration from Stats: "-" for none, milliseconds below a second, tenths of a
 // second below a minute, whole seconds above.
@@ -82,45 +144,6 @@ func escape(s string, keepLines bool) string {
 		}
 	}
 	return b.String()
-}
-
-// isText reports whether p reads as text: valid UTF-8 whose characters are printable,
-// newlines and tabs (and a trailing carriage return) allowed.
-func isText(p []byte) bool {
-	if !utf8.Valid(p) {
-		return false
-	}
-	for _, r := range string(p) {
-		if !unicode.IsPrint(r) && r != '\n' && r != '\t' && r != '\r' {
-			return false
-		}
-	}
-	return true
-}
-
-// writeBytes prints p indented: as text when it reads as text, else as a hex dump.
-func writeBytes(w io.Writer, indent string, p []byte) {
-	var body string
-	if isText(p) {
-		body = escape(strings.ReplaceAll(string(p), "\r\n", "\n"), true)
-		body = strings.TrimSuffix(body, "\n")
-	} else {
-		body = strings.TrimSuffix(hex.Dump(p), "\n")
-	}
-	for _, line := range strings.Split(body, "\n") {
-		fmt.Fprintf(w, "%s%s\n", indent, line)
-	}
-}
-
-// bytesKind names how writeBytes prints p.
-func bytesKind(p []byte) string {
-	switch {
-	case len(p) == 0:
-		return "empty"
-	case isText(p):
-		return "text"
-	}
-	return "binary, hex dump"
 }
 
 // isTerminal reports whether w is a terminal, where the live stats redraw the screen.

@@ -18,12 +18,23 @@ type Env struct {
 	Getenv func(string) string
 	// LookPath finds an executable, as exec.LookPath does.
 	LookPath func(string) (string, error)
-	// In is where commands read answers (dead purge's confirmation). Defaults to os.Stdin.
+	// In is where commands read answers (confirmations, "more"). Defaults to os.Stdin.
 	In io.Reader
 	// IsTerminal reports whether an output is a terminal, where stats --watch redraws the
-	// screen rather than printing one table after another. Defaults to asking the terminal
-	// driver about an *os.File (any other writer is no terminal).
+	// screen rather than printing one table after another, and msg ls asks before each next
+	// page. Defaults to asking the terminal driver about an *os.File (any other writer is no
+	// terminal).
 	IsTerminal func(io.Writer) bool
+	// InIsTerminal reports whether In is a terminal: only there can someone see a question,
+	// so a destructive command given no --yes refuses when it is not. Defaults as IsTerminal.
+	InIsTerminal func(io.Reader) bool
+	// Width is an output's width in columns, to which tables cut their last column (a reason,
+	// a payload); 0 when unknown, which means 100. Defaults to the terminal's width.
+	Width func(io.Writer) int
+
+	// dial, when set, replaces the connection of the tool commands: tests of what the Admin
+	// verbs print, on an in-memory Admin.
+	dial func(ctx context.Context, o *connOptions) (*session, error)
 }
 
 // NewRootCommand returns the relq command with its subcommands.
@@ -40,6 +51,12 @@ func NewRootCommand(env Env) *cobra.Command {
 	if env.IsTerminal == nil {
 		env.IsTerminal = isTerminal
 	}
+	if env.InIsTerminal == nil {
+		env.InIsTerminal = isTerminalReader
+	}
+	if env.Width == nil {
+		env.Width = terminalWidth
+	}
 	root := &cobra.Command{
 		Use:           "relq",
 		Short:         "relq: reliable Watermill delivery on Redis",
@@ -48,10 +65,14 @@ func NewRootCommand(env Env) *cobra.Command {
 	}
 	root.SetOut(env.Out)
 	root.SetErr(env.Err)
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newDemoCommand(env))
 	root.AddCommand(newBenchCommand(env))
 	root.AddCommand(newTopicsCommand(env))
 	root.AddCommand(newStatsCommand(env))
+	root.AddCommand(newTopicCommand(env))
+	root.AddCommand(newGroupCommand(env))
+	root.AddCommand(newMsgCommand(env))
 	root.AddCommand(newDeadCommand(env))
 	return root
 }

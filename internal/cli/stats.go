@@ -57,7 +57,7 @@ inspect the Redis your applications use.`,
 		Example: `  relq stats
   relq stats --topic orders --watch
   REDIS_URL=rediss://relq-ops:secret@redis.internal:6380 relq stats --prefix shop --interval 5s --watch`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.interval <= 0 {
 				return fmt.Errorf("--interval %v: must be positive", opts.interval)
@@ -139,17 +139,21 @@ func writeStats(w io.Writer, s *session, rows []statsRow) error {
 		_, err := fmt.Fprintf(w, "No topics under prefix %q in %s at %s.\n", s.prefix, s.backendsText(), s.where)
 		return err
 	}
-	t := newTable(w, "BACKEND", "TOPIC", "GROUP", "READY", "DELAYED", "PENDING", "DEAD", "OLDEST PENDING", "OLDEST READY")
+	t := newTable(w, 0, "BACKEND", "TOPIC", "GROUP", "READY", "DELAYED", "PENDING", "DEAD", "OLDEST PENDING", "OLDEST READY")
 	for _, r := range rows {
 		st := r.st
-		t.row(r.ref.label(), st.Topic, oneLine(st.Group), num(st.Ready), num(st.Delayed), num(st.Pending), num(st.Dead),
+		group := oneLine(st.Group)
+		if st.Paused {
+			group += " (paused)"
+		}
+		t.row(r.ref.label(), st.Topic, group, num(st.Ready), num(st.Delayed), num(st.Pending), num(st.Dead),
 			age(st.OldestPendingAge), age(st.OldestReadyAge))
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	t = newTable(w, "BACKEND", "TOPIC", "GROUP", "PUBLISHED", "CLAIMED", "ACKED", "NACKED", "RECLAIMED", "DEAD-LETTERED", "STALE ACKS", "STALE NACKS")
+	t = newTable(w, 0, "BACKEND", "TOPIC", "GROUP", "PUBLISHED", "CLAIMED", "ACKED", "NACKED", "RECLAIMED", "DEAD-LETTERED", "STALE ACKS", "STALE NACKS")
 	for _, r := range rows {
 		c := r.st.Counters
 		t.row(r.ref.label(), r.st.Topic, oneLine(r.st.Group), num(c.Published), num(c.Claimed), num(c.Acked), num(c.Nacked),

@@ -22,7 +22,7 @@ Redis: --redis-url, else $REDIS_URL, else ` + DefaultRedisURL + `. See relq stat
 		Example: `  relq topics
   relq topics --redis-url redis://relq-ops:secret@redis.internal:6379 --prefix shop
   relq topics --backend streams`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := opts.connect(cmd.Context(), env)
 			if err != nil {
@@ -38,7 +38,7 @@ Redis: --redis-url, else $REDIS_URL, else ` + DefaultRedisURL + `. See relq stat
 				fmt.Fprintf(out, "No topics under prefix %q in %s at %s.\n", s.prefix, s.backendsText(), s.where)
 				return nil
 			}
-			t := newTable(out, "BACKEND", "TOPIC", "GROUPS")
+			t := newTable(out, widthOf(env, out), "BACKEND", "TOPIC", "GROUPS")
 			for _, ref := range refs {
 				groups, err := s.groups(cmd.Context(), ref, "")
 				if err != nil {

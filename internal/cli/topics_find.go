@@ -80,8 +80,14 @@ func (s *session) resolve(ctx context.Context, topic string) (topicRef, error) {
 
 // notFound is the error for an unknown topic; it lists the topics there are.
 func (s *session) notFound(ctx context.Context, topic string) error {
-	where := fmt.Sprintf("under prefix %q in %s", s.prefix, s.backendsText())
 	refs, err := s.discover(ctx)
+	return s.notFoundAmong(topic, refs, err)
+}
+
+// notFoundAmong is the error for an unknown topic, given the topics there are (or the error
+// that listing them gave).
+func (s *session) notFoundAmong(topic string, refs []topicRef, err error) error {
+	where := fmt.Sprintf("under prefix %q in %s", s.prefix, s.backendsText())
 	if err != nil {
 		return fmt.Errorf("topic %q not found %s (and listing the topics failed: %w)", topic, where, err)
 	}

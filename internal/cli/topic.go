@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/relq/relq/pubsub"
+)
+
+func newTopicCommand(env Env) *cobra.Command {
+	var conn connOptions
+	cmd := parentCommand(&cobra.Command{
+		Use:   "topic COMMAND",
+		Short: "List topics with their backlog; show or delete one",
+		Long: `topic works on the topics under the key prefix.
+
+  relq topic ls
+  relq topic show   TOPIC
+  relq topic delete TOPIC [--yes]
+
+Redis, prefix and backend are chosen as for relq stats (see relq stats --help).`,
+	})
+	conn.addFlags(cmd)
+	cmd.AddCommand(newTopicLsCommand(env, &conn), newTopicShowCommand(env, &conn), newTopicDeleteCommand(env, &conn))
+	return cmd
+}
+
+func newTopicLsCommand(env Env, conn *connOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the topics under a prefix: backend, backlog, groups",
+		Long: `ls lists the topics that have a group or a backlog under the key prefix: the backend
+that holds each, its backlog (messages published while it had no group, kept for the first
+group that registers) and its groups. Like relq topics, it SCANs the keyspace.`,
+		Example: `  relq topic ls --prefix shop`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := conn.connect(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			topics, err := s.listTopics(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if len(topics) == 0 {
+				_, err := fmt.Fprintf(out, "No topics under prefix %q in %s at %s.\n", s.prefix, s.backendsText(), s.where)
+				return err
+			}
+			t := newTable(out, widthOf(env, out), "BACKEND", "TOPIC", "BACKLOG", "GROUPS")
+			for _, tp := range topics {
+				t.row(tp.ref.label(), tp.ref.topic, num(tp.info.Backlog), oneLine(strings.Join(tp.info.Groups, ", ")))
+			}
+			return t.flush()
+		},
+	}
+}
+
+func newTopicShowCommand(env Env, conn *connOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "show TOPIC",
+		Short:   "Show a topic: its backlog and a table of its groups",
+		Example: `  relq topic show orders`,
+		Args:    argsNamed("TOPIC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := openTopic(ctx, env, conn, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.s.Close()
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Topic %s\n", t.describe())
+			backlog := "none"
+			if t.info.Backlog > 0 {
+				backlog = fmt.Sprintf("%d message%s, kept for the first group that registers", t.info.Backlog, plural(int(t.info.Backlog)))
+			}
+			fmt.Fprintf(out, "  backlog:  %s\n", backlog)
+			fmt.Fprintf(out, "  groups:   %d\n\n", len(t.info.Groups))
+			return writeGroups(ctx, out, widthOf(env, out), t)
+		},
+	}
+}
+
+func newTopicDeleteCommand(env Env, conn *connOptions) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:     "delete TOPIC",
+		Aliases: []string{"rm"},
+		Short:   "Delete a topic: every key of it, its groups, messages and backlog",
+		Long: `delete deletes every key of a topic: its groups with all their messages (ready,
+delayed, pending, dead) and counters, and its backlog. Running subscribers of its groups stop
+with ErrGroupDeleted. A later publish to the topic creates it again, as a new topic whose
+message IDs start over.
+
+It says what it deletes and asks for confirmation (y/N, read from standard input) unless
+--yes is given; when standard input is not a terminal it refuses without --yes.`,
+		Example: `  relq topic delete orders
+  relq topic delete orders --yes`,
+		Args: argsNamed("TOPIC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			t, err := openTopic(ctx, env, conn, args[0])
+			if err != nil {
+				return err
+			}
+			defer t.s.Close()
+			held, err := t.held(ctx)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			ok, err := confirm(env, yes, "topic delete", fmt.Sprintf("Delete topic %s at %s for good: %s?",
+				t.describe(), t.s.where, held))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				fmt.Fprintln(out, "Nothing deleted.")
+				return errNotConfirmed("topic delete")
+			}
+			if err := t.admin.DeleteTopic(ctx, t.ref.topic); err != nil {
+				return t.explain("delete topic "+t.ref.topic, err)
+			}
+			_, err = fmt.Fprintf(out, "Deleted topic %s: %s. A publish to it creates it again, its message IDs starting over.\n",
+				t.describe(), held)
+			return err
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
+}
+
+// held says what the topic holds: `2 groups (billing, shipping) with 28 ready and 1 dead
+// messages, and a backlog of 0`.
+func (t *adminTopic) held(ctx context.Context) (string, error) {
+	var sum pubsub.Stats
+	for _, g := range t.info.Groups {
+		if pubsub.ValidateName("group", g) != nil {
+			continue
+		}
+		st, err := t.admin.Stats(ctx, &pubsub.StatsParams{Topic: t.ref.topic, Group: g})
+		if err != nil {
+			return "", t.explain("stats of "+t.ref.topic+"/"+g, err)
+		}
+		sum.Ready += st.Ready
+		sum.Delayed += st.Delayed
+		sum.Pending += st.Pending
+		sum.Dead += st.Dead
+	}
+	groups := "no groups"
+	if n := len(t.info.Groups); n > 0 {
+		groups = fmt.Sprintf("%d group%s (%s) with %s", n, plural(n), oneLine(strings.Join(t.info.Groups, ", ")), countsText(sum))
+	}
+	return fmt.Sprintf("%s, and a backlog of %d", groups, t.info.Backlog), nil
+}
