@@ -106,6 +106,13 @@ func Run(t *testing.T, factory Factory) {
 		{"Validation", testValidation},
 		{"Stats", testStats},
 		{"FarFuture", testFarFuture},
+		{"Admin", testAdmin},
+		{"Messages", testMessages},
+		{"MessageOps", testMessageOps},
+		{"Pause", testPause},
+		{"Delete", testDelete},
+		{"Backlog", testBacklog},
+		{"Ephemeral", testEphemeral},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
