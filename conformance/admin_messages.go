@@ -136,6 +136,9 @@ func messagesDead(t *testing.T, h Harness) {
 		_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
 			Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "reason of " + d.ID}}})
 		require.NoError(t, err)
+		// A death time is kept in whole ms of the Redis clock: the next one falls in a later
+		// ms, so that the order of death is not a tie for the backend to break another way.
+		time.Sleep(2 * time.Millisecond)
 	}
 
 	listed, ms := listPaged(t, a, topic, group, pubsub.StateDead)
