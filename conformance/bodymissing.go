@@ -26,6 +26,7 @@ func deadLetterBodyMissing(t *testing.T, h Harness) {
 	}
 	ctx := context.Background()
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	d := claimN(t, h, topic, group, "a", 1, 30*time.Second)[0]
 	require.NoError(t, del.DeleteBody(ctx, topic, d.ID))

@@ -28,7 +28,7 @@ func testDeadLetter(t *testing.T, f Factory) {
 func deadLetterPurgeLimit(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), "billing"
-	require.NoError(t, h.Backend.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 3)
 	for _, d := range claimN(t, h, topic, group, "c", 3, time.Minute) {
 		// One nack call each, in claim order, so the dead-lettered-at order is the claim order.
@@ -126,6 +126,7 @@ func deadLetterMaxDeliveries(t *testing.T, h Harness) {
 // back to ready: a consumer that crashes on a poison message cannot loop forever.
 func deadLetterLeaseExpired(t *testing.T, h Harness) {
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	d := claimN(t, h, topic, group, "crashes", 1, 200*time.Millisecond)[0]
 	res := reclaimUntil(t, h, pubsub.ReclaimParams{Topic: topic, Group: group, MaxDeliveries: 1},
@@ -147,6 +148,7 @@ func deadLetterPaged(t *testing.T, h Harness) {
 	const total = 5
 	ctx := context.Background()
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, total)
 	ds := claimN(t, h, topic, group, "c", total, 30*time.Second)
 	for i, d := range ds {

@@ -80,3 +80,23 @@ func deadLetters(t *testing.T, h Harness, topic, group string, offset, count int
 	require.NoError(t, err)
 	return dls
 }
+
+// ensureGroup registers group on topic, as a Subscriber does before it claims. A test that
+// drives a group directly registers it before publishing: a message published to a topic
+// with no group waits in the topic's backlog for the first group registered.
+func ensureGroup(t *testing.T, h Harness, topic, group string) {
+	t.Helper()
+	require.NoError(t, h.Backend.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+}
+
+// publishOne publishes one message with Backend.Publish and returns its delivery ID.
+func publishOne(t *testing.T, h Harness, topic string, m pubsub.OutMessage) string {
+	t.Helper()
+	if m.Envelope.UUID == "" {
+		m.Envelope.UUID = watermill.NewUUID()
+	}
+	ids, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{m}})
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	return ids[0]
+}

@@ -26,6 +26,7 @@ func testFarFuture(t *testing.T, f Factory) {
 
 func farFuturePublish(t *testing.T, h Harness) {
 	topic := topicName()
+	ensureGroup(t, h, topic, pubsub.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	cases := map[string]struct {
 		key  string
@@ -68,7 +69,7 @@ func farFutureHeld(t *testing.T, h Harness) {
 	topic := topicName()
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	group := pubsub.DefaultGroup
-	require.NoError(t, h.Backend.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+	ensureGroup(t, h, topic, group)
 
 	set, until, forKey := newMessage("SetDelay"), newMessage("until"), newMessage("for")
 	pubsub.SetDelay(set, pubsub.MaxDelay)

@@ -26,6 +26,7 @@ func testLease(t *testing.T, f Factory) {
 func leaseReclaimed(t *testing.T, h Harness) {
 	const lease = 500 * time.Millisecond
 	topic := topicName()
+	ensureGroup(t, h, topic, pubsub.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	msg := newMessage("orphaned by a crash")
 	publish(t, pub, topic, msg)
@@ -80,6 +81,7 @@ func leaseHeartbeat(t *testing.T, h Harness) {
 func leaseStaleFenced(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	a := staleSetup(t, h, topic)
 	b := claimN(t, h, topic, group, "b", 1, 30*time.Second)[0]
@@ -114,6 +116,7 @@ func leaseStaleFenced(t *testing.T, h Harness) {
 func leaseStaleAck(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	a := staleSetup(t, h, topic)
 	b := claimN(t, h, topic, group, "b", 1, 30*time.Second)[0]
@@ -137,6 +140,7 @@ func leaseStaleAck(t *testing.T, h Harness) {
 func leaseLateAck(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	a := staleSetup(t, h, topic)
 	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
@@ -175,6 +179,7 @@ func leaseExtend(t *testing.T, h Harness) {
 	const lease = 300 * time.Millisecond
 	ctx := context.Background()
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	claimStart := time.Now()
 	d := claimN(t, h, topic, group, "c", 1, lease)[0]
@@ -207,6 +212,7 @@ func leaseOrphan(t *testing.T, h Harness) {
 	const orphanLease = 300 * time.Millisecond
 	ctx := context.Background()
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	published := publishDirect(t, h, topic, 1)
 	id, err := h.Faults.InjectOrphan(ctx, topic, group)
 	require.NoError(t, err)

@@ -65,6 +65,7 @@ func priorityAmongDue(t *testing.T, h Harness) {
 	levels := []int{-1, 0, 0, 0, 3} // mostly the default, as a real backlog would be
 	rng := rand.New(rand.NewPCG(orderSeed, 15))
 	topic := topicName()
+	ensureGroup(t, h, topic, pubsub.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	batch := make([]priorityMessage, total, total+1)
 	for i := range batch {

@@ -15,7 +15,7 @@ import (
 
 func testRoundTrip(t *testing.T, f Factory) {
 	run(t, f, "MessageArrivesIntact", Options{}, roundTripIntact)
-	run(t, f, "PublishBeforeAnyGroupGoesToDefault", Options{}, roundTripDefaultGroup)
+	run(t, f, "PublishBeforeAnyGroupWaitsForTheFirst", Options{}, roundTripBeforeAnyGroup)
 	run(t, f, "RepeatedUUIDsAreDistinctDeliveries", Options{}, roundTripRepeatedUUID)
 	run(t, f, "ReceivedMessageCanBeForwarded", Options{}, roundTripForward)
 	run(t, f, "DeliveryIDsUniqueAndMonotonic", Options{}, roundTripDeliveryIDs)
@@ -63,20 +63,24 @@ func roundTripIntact(t *testing.T, h Harness) {
 	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 1, Acked: 1}, s.Counters)
 }
 
-// A message published to a topic nobody subscribed to yet waits in the default group.
-func roundTripDefaultGroup(t *testing.T, h Harness) {
-	topic := topicName()
+// A message published to a topic nobody subscribed to yet waits in the topic's backlog, and
+// the first group that subscribes, whatever its name, receives it; no group is registered
+// for it meanwhile.
+func roundTripBeforeAnyGroup(t *testing.T, h Harness) {
+	topic, group := topicName(), "latecomer"
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	msg := newMessage("early")
 	publish(t, pub, topic, msg)
-	require.Equal(t, counts{Ready: 1}, countsOf(stats(t, h, topic, pubsub.DefaultGroup)))
+	groups, err := h.Backend.Groups(context.Background(), topic)
+	require.NoError(t, err)
+	require.Empty(t, groups, "a publish registered a group")
 
-	sub := newSubscriber(t, h, pubsub.SubscriberConfig{})
+	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Group: group})
 	got := receive(t, subscribe(t, sub, topic))
 	require.Equal(t, msg.UUID, got.UUID)
-	require.Equal(t, pubsub.DefaultGroup, got.Metadata.Get(pubsub.MetadataGroup))
+	require.Equal(t, group, got.Metadata.Get(pubsub.MetadataGroup))
 	require.True(t, got.Ack())
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, group, 0)
 }
 
 // The Watermill UUID is the user's and may repeat; each publish is still its own delivery,
@@ -135,6 +139,7 @@ func roundTripForward(t *testing.T, h Harness) {
 // IDs Publish returned.
 func roundTripDeliveryIDs(t *testing.T, h Harness) {
 	topic := topicName()
+	ensureGroup(t, h, topic, pubsub.DefaultGroup)
 	ids := append(publishDirect(t, h, topic, 5), publishDirect(t, h, topic, 3)...)
 	for i := 1; i < len(ids); i++ {
 		require.True(t, idLess(ids[i-1], ids[i]), "delivery IDs not increasing: %q then %q (all: %q)", ids[i-1], ids[i], ids)

@@ -14,7 +14,10 @@
 //	}
 //
 // Tests run in parallel, each in a namespace of its own, and skip (with the reason) what a
-// backend does not declare in its Capabilities or what the Harness cannot do.
+// backend does not declare in its Capabilities or what the Harness cannot do. The lifecycle
+// cases (Admin, backlog, deletes, ephemeral groups) need the backend to implement pubsub.Admin
+// and pubsub.Ephemeral and the Harness to give Keys and Peer; a Harness that sets Complete
+// makes a missing one a failure instead of a skip.
 package conformance
 
 import (
@@ -46,12 +49,37 @@ type Harness struct {
 	// Outage stops Redis for d and starts it again with its data (AOF). Set it only when
 	// Options.Private asked for a server of the test's own; nil skips the outage test.
 	Outage func(d time.Duration) error
+
+	// Admin inspects and steers the backend; nil: the Backend itself, when it implements
+	// pubsub.Admin. Without either the Admin cases are skipped. (Ephemeral groups are
+	// always the Backend's: the Subscriber finds them there.)
+	Admin pubsub.Admin
+	// Keys lists the keys the backend keeps in Redis for a topic, in any order, leaving out
+	// those that expire by themselves within a minute of their write whatever else happens
+	// (a publish's idempotency record). The suite never reads key names for their layout: it
+	// checks that a topic left nothing behind, or that no key names a deleted group (a key
+	// one of whose ':'-separated parts is the group's name). nil skips those cases.
+	Keys func(topic string) ([]string, error)
+	// Peer makes another Backend on the same server and namespace (with Options applied),
+	// on a Redis client of its own, standing in for another process; the Factory closes it
+	// with the test. nil skips the cases that need one.
+	Peer func() (pubsub.Backend, error)
+	// Complete declares that the backend implements pubsub.Admin and pubsub.Ephemeral and
+	// that Keys and Peer are set, so that a lifecycle case that would skip for want of one
+	// fails instead: relq's own adapters set it, so their runs never skip one by mistake.
+	Complete bool
 }
 
 // Options tell a Factory what a test needs.
 type Options struct {
 	// Private: the test stops Redis, so it needs a server of its own.
 	Private bool
+	// BacklogLimit and BacklogTTL, when not zero, bound the backlog of a topic that has no
+	// group (see pubsub.BacklogLimitDefault): the Factory passes them to the backend's
+	// options of those names. The backlog cases ask for small ones, and fail when the
+	// backend keeps more, or keeps it longer, than they asked.
+	BacklogLimit int
+	BacklogTTL   time.Duration
 }
 
 // Factory makes the Harness of one test. Register clean-ups with t.Cleanup: they run after
@@ -78,6 +106,13 @@ func Run(t *testing.T, factory Factory) {
 		{"Validation", testValidation},
 		{"Stats", testStats},
 		{"FarFuture", testFarFuture},
+		{"Admin", testAdmin},
+		{"Messages", testMessages},
+		{"MessageOps", testMessageOps},
+		{"Pause", testPause},
+		{"Delete", testDelete},
+		{"Backlog", testBacklog},
+		{"Ephemeral", testEphemeral},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

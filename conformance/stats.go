@@ -19,6 +19,7 @@ func testStats(t *testing.T, f Factory) {
 func statsMatchReality(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), pubsub.DefaultGroup
+	ensureGroup(t, h, topic, group)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	publish(t, pub, topic, newMessages(10)...)
 	ds := claimN(t, h, topic, group, "worker", 4, time.Hour)

@@ -68,6 +68,7 @@ func validationConfig(t *testing.T, h Harness) {
 func validationTooLarge(t *testing.T, h Harness) {
 	const limit = 1024
 	topic := topicName()
+	ensureGroup(t, h, topic, pubsub.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{MaxMessageBytes: limit})
 	big := message.NewMessage("big-one", make([]byte, 2*limit))
 
@@ -85,6 +86,7 @@ func validationTooLarge(t *testing.T, h Harness) {
 
 func validationNil(t *testing.T, h Harness) {
 	topic := topicName()
+	ensureGroup(t, h, topic, pubsub.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	require.ErrorIs(t, pub.Publish(topic, nil), pubsub.ErrNilMessage)
 	require.ErrorIs(t, pub.Publish(topic, newMessage("ok"), nil), pubsub.ErrNilMessage)
@@ -95,6 +97,7 @@ func validationNil(t *testing.T, h Harness) {
 // "_relq_delay" for "_relq_delay_ms".
 func validationReserved(t *testing.T, h Harness) {
 	topic := topicName()
+	ensureGroup(t, h, topic, pubsub.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	msg := newMessage("x")
 	msg.Metadata.Set("_relq_foo", "1")
@@ -106,6 +109,7 @@ func validationReserved(t *testing.T, h Harness) {
 
 func validationClosed(t *testing.T, h Harness) {
 	topic := topicName()
+	ensureGroup(t, h, topic, pubsub.DefaultGroup)
 	pub, err := pubsub.NewPublisher(h.Backend, pubsub.PublisherConfig{}, logger)
 	require.NoError(t, err)
 	require.NoError(t, pub.Close())
@@ -114,6 +118,8 @@ func validationClosed(t *testing.T, h Harness) {
 	requireNothingStored(t, h, topic)
 }
 
+// requireNothingStored checks the default group, which the test registered first (so that
+// a publish goes to it rather than to the topic's backlog).
 func requireNothingStored(t *testing.T, h Harness, topic string) {
 	t.Helper()
 	s := stats(t, h, topic, pubsub.DefaultGroup)

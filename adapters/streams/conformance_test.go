@@ -8,16 +8,25 @@ import (
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/keys"
 )
 
-// buildFormat makes the streams backend in format, and its Faults, for the shared test runs.
+// buildFormat makes the streams backend in format, and its Faults, for the shared test runs,
+// with the backlog bounds a conformance test asks for. In FormatWatermill a topic's keys are
+// its stream, the bare topic, and relq's keys under {topic}:prefix.
 func buildFormat(format streams.Format) adaptertest.Build {
-	return func(client redis.UniversalClient, prefix string) (conformance.Harness, error) {
+	return func(client redis.UniversalClient, prefix string, opts conformance.Options) (conformance.Harness, error) {
 		b, err := streams.New(client, streams.Options{Prefix: prefix, Format: format})
 		if err != nil {
 			return conformance.Harness{}, err
 		}
-		return conformance.Harness{Backend: b, Faults: b.Faults()}, nil
+		h := conformance.Harness{Backend: b, Faults: b.Faults()}
+		if format == streams.FormatWatermill {
+			h.Keys = adaptertest.TopicKeys(client,
+				func(topic string) string { return keys.Join("{"+topic+"}", prefix) },
+				func(topic string) []string { return []string{topic} })
+		}
+		return h, nil
 	}
 }
 

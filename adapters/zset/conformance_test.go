@@ -10,8 +10,9 @@ import (
 	"github.com/relq/relq/internal/adaptertest"
 )
 
-// build makes the zset backend and its Faults for the shared test runs.
-func build(client redis.UniversalClient, prefix string) (conformance.Harness, error) {
+// build makes the zset backend and its Faults for the shared test runs, with the backlog
+// bounds a conformance test asks for.
+func build(client redis.UniversalClient, prefix string, opts conformance.Options) (conformance.Harness, error) {
 	b, err := zset.New(client, zset.Options{Prefix: prefix})
 	if err != nil {
 		return conformance.Harness{}, err

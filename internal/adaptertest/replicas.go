@@ -9,6 +9,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,7 @@ func PublishWaitsForReplica(t *testing.T, build Build, stored func(ctx context.C
 	}, 10*time.Second, 50*time.Millisecond, "replica never connected")
 
 	prefix := redistest.Prefix(t)
-	h, err := build(pc, prefix)
+	h, err := build(pc, prefix, conformance.Options{})
 	require.NoError(t, err)
 	backend := h.Backend
 	pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{WaitReplicas: 1, WaitTimeout: 5 * time.Second}, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,7 @@ func ManySubscriptions(t *testing.T, build Build) {
 	// many idle subscriptions that started together run their claim scripts together at
 	// every timeout, which this test is not about.
 	client, prefix := namedClient(t, func(o *redis.Options) { o.ReadTimeout = -1 })
-	h, err := build(client, prefix)
+	h, err := build(client, prefix, conformance.Options{})
 	require.NoError(t, err)
 	pub, err := pubsub.NewPublisher(h.Backend, pubsub.PublisherConfig{}, nil)
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func ManySubscriptions(t *testing.T, build Build) {
 // default pool.
 func BenchmarkPickup(b *testing.B, build Build) {
 	client, prefix := namedClient(b, nil)
-	h, err := build(client, prefix)
+	h, err := build(client, prefix, conformance.Options{})
 	require.NoError(b, err)
 	closeBackend(b, h.Backend)
 	pub, err := pubsub.NewPublisher(h.Backend, pubsub.PublisherConfig{}, nil)

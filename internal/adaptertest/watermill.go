@@ -33,7 +33,7 @@ type WatermillOptions struct {
 // quick too.
 func Watermill(t *testing.T, build Build, features tests.Features, opts WatermillOptions) {
 	server := redistest.Start(t, redistest.Options{AOF: true})
-	h, err := build(server.Client(t), redistest.Prefix(t))
+	h, err := build(server.Client(t), redistest.Prefix(t), conformance.Options{})
 	require.NoError(t, err)
 	closeBackend(t, h.Backend)
 	features.RestartServiceCommand = server.RestartCommand(t)
