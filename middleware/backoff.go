@@ -38,10 +38,6 @@ type BackoffConfig struct {
 	// Multiplier at least 2, never shrinks from one attempt to the next.
 	// Defaults to BackoffJitterDefault (0.2); a negative value turns jitter off.
 	Jitter float64
-	// MaxDeliveries, when set, should equal the subscriber's MaxDeliveries: Backoff then
-	// marks the error of the last delivery so that IsFinalAttempt reports it, for
-	// PoisonQueueWithFilter. Defaults to 0: no attempt is final for IsFinalAttempt.
-	MaxDeliveries int
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -76,8 +72,6 @@ func (c BackoffConfig) validate() error {
 		return configError("BackoffConfig.Max", "must be at most pubsub.MaxDelay (a longer nack delay dead-letters the message)")
 	case c.Jitter > 1 || math.IsNaN(c.Jitter):
 		return configError("BackoffConfig.Jitter", "must be at most 1")
-	case c.MaxDeliveries < 0:
-		return configError("BackoffConfig.MaxDeliveries", "must not be negative")
 	}
 	return nil
 }
@@ -112,8 +106,9 @@ type RetryError struct {
 	Err     error
 	Attempt int
 	Delay   time.Duration
-	// Final reports that Attempt reached BackoffConfig.MaxDeliveries: the subscriber
-	// dead-letters the message instead of redelivering it.
+	// Final reports that Attempt reached the MaxDeliveries of the subscriber that delivered
+	// the message (pubsub.MaxDeliveriesOf): the subscriber dead-letters the message instead of
+	// redelivering it.
 	Final bool
 }
 
@@ -128,9 +123,11 @@ func (e *RetryError) Error() string {
 // Unwrap returns the handler's error.
 func (e *RetryError) Unwrap() error { return e.Err }
 
-// IsFinalAttempt reports whether err comes from Backoff on a message's last delivery
-// (BackoffConfig.MaxDeliveries): the filter for Watermill's PoisonQueueWithFilter, so that
-// only messages out of attempts go to the poison topic.
+// IsFinalAttempt reports whether err comes from Backoff on a message's last delivery, the one
+// whose attempt reached its subscriber's MaxDeliveries: the filter for Watermill's
+// PoisonQueueWithFilter, so that only messages out of attempts go to the poison topic. The
+// limit is the subscriber's own, which the message carries (pubsub.MaxDeliveriesOf), so there
+// is no second setting to keep equal to it.
 func IsFinalAttempt(err error) bool {
 	var re *RetryError
 	return errors.As(err, &re) && re.Final
@@ -168,7 +165,8 @@ func Backoff(cfg BackoffConfig) (message.HandlerMiddleware, error) {
 			d = d.Truncate(time.Millisecond) // what Redis keeps, so RetryError says what happens
 			pubsub.SetNackDelay(msg, d)
 			pubsub.SetNackReason(msg, err.Error())
-			final := cfg.MaxDeliveries > 0 && attempt >= cfg.MaxDeliveries
+			limit, _ := pubsub.MaxDeliveriesOf(msg)
+			final := limit > 0 && attempt >= limit
 			return produced, &RetryError{Err: err, Attempt: attempt, Delay: d, Final: final}
 		}
 	}, nil

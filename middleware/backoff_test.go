@@ -50,11 +50,10 @@ func TestBackoffDelay(t *testing.T) {
 func TestBackoffConfigErrors(t *testing.T) {
 	t.Parallel()
 	for field, c := range map[string]middleware.BackoffConfig{
-		"BackoffConfig.Initial":       {Initial: time.Microsecond},
-		"BackoffConfig.Multiplier":    {Multiplier: 0.5},
-		"BackoffConfig.Max":           {Initial: time.Second, Max: time.Millisecond},
-		"BackoffConfig.Jitter":        {Jitter: 1.5},
-		"BackoffConfig.MaxDeliveries": {MaxDeliveries: -1},
+		"BackoffConfig.Initial":    {Initial: time.Microsecond},
+		"BackoffConfig.Multiplier": {Multiplier: 0.5},
+		"BackoffConfig.Max":        {Initial: time.Second, Max: time.Millisecond},
+		"BackoffConfig.Jitter":     {Jitter: 1.5},
 	} {
 		mw, err := middleware.Backoff(c)
 		require.Nil(t, mw)
@@ -87,7 +86,7 @@ func TestBackoffRedeliversThenDeadLetters(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sub := e.subscriber(pubsub.SubscriberConfig{MaxDeliveries: 4})
-	backoff, err := middleware.Backoff(middleware.BackoffConfig{Initial: 50 * time.Millisecond, Max: time.Second, Jitter: -1, MaxDeliveries: 4})
+	backoff, err := middleware.Backoff(middleware.BackoffConfig{Initial: 50 * time.Millisecond, Max: time.Second, Jitter: -1})
 	require.NoError(t, err)
 
 	var got calls[delivery]
@@ -185,12 +184,13 @@ func TestBackoffWithRetry(t *testing.T) {
 
 // PoisonQueueWithFilter(IsFinalAttempt) outside Backoff leaves the retries to Redis and
 // takes the message only on its last delivery: it goes to the poison topic (and is acked)
-// instead of the dead-letter store.
+// instead of the dead-letter store. The subscriber's MaxDeliveries is the only limit set:
+// Backoff reads it from the message.
 func TestBackoffWithPoisonQueue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sub := e.subscriber(pubsub.SubscriberConfig{MaxDeliveries: 3})
-	backoff, err := middleware.Backoff(middleware.BackoffConfig{Initial: 20 * time.Millisecond, Jitter: -1, MaxDeliveries: 3})
+	backoff, err := middleware.Backoff(middleware.BackoffConfig{Initial: 20 * time.Millisecond, Jitter: -1})
 	require.NoError(t, err)
 	poison, err := wm.PoisonQueueWithFilter(e.pub, "poison", middleware.IsFinalAttempt)
 	require.NoError(t, err)
@@ -227,4 +227,34 @@ func TestBackoffWithPoisonQueue(t *testing.T) {
 		attempts = append(attempts, d.attempt)
 	}
 	require.Equal(t, []int{1, 1, 2, 2, 3, 3}, attempts)
+}
+
+// The last attempt is the delivering subscriber's MaxDeliveries, carried by the message: a
+// message that no relq Subscriber delivered, or one of a subscriber without a limit, has none.
+func TestBackoffFinalAttemptNeedsTheSubscribersLimit(t *testing.T) {
+	t.Parallel()
+	backoff, err := middleware.Backoff(middleware.BackoffConfig{})
+	require.NoError(t, err)
+	failing := backoff(func(*message.Message) ([]*message.Message, error) { return nil, errDeclined })
+	msg := newMessage("", "x")
+	msg.Metadata.Set(pubsub.MetadataAttempt, "1000")
+	_, err = failing(msg)
+	require.ErrorIs(t, err, errDeclined)
+	require.False(t, middleware.IsFinalAttempt(err), "no limit known")
+
+	e := newEnv(t)
+	sub := e.subscriber(pubsub.SubscriberConfig{MaxDeliveries: -1})
+	ch, err := sub.Subscribe(context.Background(), "unlimited")
+	require.NoError(t, err)
+	e.publish("unlimited", newMessage("", "x"))
+	var got *message.Message
+	select {
+	case got = <-ch:
+	case <-time.After(waitFor):
+		t.Fatal("not delivered")
+	}
+	got.Metadata.Set(pubsub.MetadataAttempt, "1000")
+	_, err = failing(got)
+	require.False(t, middleware.IsFinalAttempt(err), "MaxDeliveries -1: no attempt is the last")
+	require.True(t, got.Ack())
 }

@@ -34,10 +34,10 @@
 //
 // Watermill's PoisonQueue acks every failed message after publishing it to a poison topic:
 // anywhere around Backoff it would end relq's retries at the first error. To use a poison
-// topic, put PoisonQueueWithFilter with IsFinalAttempt outside Backoff and set
-// BackoffConfig.MaxDeliveries to the subscriber's MaxDeliveries. Earlier deliveries are then
-// retried through Redis, and the last one goes to the poison topic instead of relq's
-// dead-letter store:
+// topic, put PoisonQueueWithFilter with IsFinalAttempt outside Backoff. IsFinalAttempt
+// knows the last delivery from the subscriber's own MaxDeliveries, which every message it
+// delivers carries (pubsub.MaxDeliveriesOf): earlier deliveries are retried through Redis, and
+// the last one goes to the poison topic instead of relq's dead-letter store:
 //
 //	poison, err := wm.PoisonQueueWithFilter(pub, "poison", middleware.IsFinalAttempt)
 //	router.AddMiddleware(metrics, poison, backoff, idempotent, retry.Middleware, wm.Recoverer)

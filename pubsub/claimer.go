@@ -1,6 +1,10 @@
 package pubsub
 
-import "github.com/ThreeDotsLabs/watermill"
+import (
+	"errors"
+
+	"github.com/ThreeDotsLabs/watermill"
+)
 
 // claim is the claimer goroutine: it keeps buffer filled up to Concurrency+Prefetch held
 // deliveries, one batch claim per round trip. It refills once half the capacity is free (or
@@ -25,12 +29,15 @@ func (s *subscription) claim() {
 			continue
 		}
 		p.Count = free
-		// A claim blocks at most Block (bounded, so the stop waits for it at most that long)
-		// and is not cancelled at the stop: what it claims is released at once below, while
-		// cancelling it could lose a claimed batch to lease expiry.
-		ds, err := s.backend.Claim(s.hard, p)
+		// The stop cancels claimCtx, which ends a claim blocked waiting at once; what the
+		// claim got before that is returned and released below.
+		ds, err := s.backend.Claim(s.claimCtx, p)
 		if err != nil {
-			if s.hard.Err() != nil {
+			switch {
+			case s.isStopping():
+				return
+			case errors.Is(err, ErrGroupDeleted):
+				s.groupDeleted(err)
 				return
 			}
 			sleep(r.failed(err), s.stopping)

@@ -22,6 +22,8 @@ const (
 	RetryMinDefault          = 50 * time.Millisecond
 	RetryMaxDefault          = 5 * time.Second
 	AckBatchDefault          = 1000
+	EphemeralTTLDefault      = time.Minute
+	ephemeralTTLMin          = 30 * time.Millisecond
 	heartbeatFractionDefault = 3
 )
 
@@ -105,8 +107,7 @@ type SubscriberConfig struct {
 	// Defaults to Lease/3.
 	HeartbeatInterval time.Duration
 	// ReclaimInterval is how often this subscriber sweeps its group for expired leases, with
-	// ±20% jitter, and registers its group again (in case a Redis failover lost the
-	// registration). Between sweeps it also returns expired leases a few milliseconds after
+	// ±20% jitter. Between sweeps it also returns expired leases a few milliseconds after
 	// the earliest one expires, where the backend reports that time
 	// (ReclaimResult.NextExpiry); leases taken after a sweep are found by the next one, so
 	// keep ReclaimInterval below the Lease of the group's consumers. Defaults to Lease/2.
@@ -117,8 +118,9 @@ type SubscriberConfig struct {
 	// NackBackoff gives the redelivery delay after a Nack; SetNackDelay overrides it per
 	// message. Defaults to ExponentialBackoff(NackDelayMinDefault, NackDelayMaxDefault).
 	NackBackoff Backoff
-	// Block bounds one blocking claim, and so how long Close may wait for a claim in
-	// progress. Defaults to BlockDefault (500ms).
+	// Block bounds one blocking claim. A stop (Close, or Subscribe's ctx cancelled) ends a
+	// blocked claim at once, except on a backend that must let it run to its end (list's
+	// BLMOVE), where Close may wait up to Block for it. Defaults to BlockDefault (500ms).
 	Block time.Duration
 	// CloseTimeout is how long Close waits for in-flight handlers to ack or nack; their
 	// leases then expire and the messages are reclaimed. Defaults to CloseTimeoutDefault (30s).
@@ -128,8 +130,23 @@ type SubscriberConfig struct {
 	RetryMin time.Duration
 	RetryMax time.Duration
 	// FromOldest makes a new group start from the oldest retained message on backends with
-	// Capabilities.NewGroupReplay. Defaults to false (new messages only).
+	// Capabilities.NewGroupReplay. Defaults to false (new messages only). Not with Ephemeral.
 	FromOldest bool
+	// Ephemeral makes Group an ephemeral group (request-reply, per-instance broadcast): it
+	// exists while a subscription of it runs, and its keys go with the last one. Each Subscribe
+	// call joins the group as a member (SubscribeInitialize joins for EphemeralTTL, until a
+	// Subscribe takes over), renews its membership every EphemeralTTL/3, and leaves once it
+	// stopped and flushed its acks; the last member's leave deletes the group. A process that
+	// dies leaves its memberships to expire after EphemeralTTL. The backend must implement
+	// Ephemeral (list, zset and streams do); otherwise NewSubscriber fails with a
+	// *ConfigError. Defaults to false: the group is durable and stays until deleted.
+	Ephemeral bool
+	// EphemeralTTL is how long an ephemeral group's membership lasts without a renewal: the
+	// longest a group outlives a subscriber process that died. Renewed every EphemeralTTL/3,
+	// so a renewal may fail twice, or be late by up to two thirds of it (a GC pause, a slow
+	// Redis), before the membership runs out. At least 30ms, and only with Ephemeral.
+	// Defaults to EphemeralTTLDefault (1m).
+	EphemeralTTL time.Duration
 	// AckBatch bounds the acks, and the nacks, that one Backend call carries, so that no call
 	// makes a script too long for Redis or for the client's ReadTimeout; more waiting go in
 	// the next calls, and claiming pauses while more than AckBatch wait. A call the client
@@ -190,6 +207,9 @@ func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 	if c.AckBatch == 0 {
 		c.AckBatch = AckBatchDefault
 	}
+	if c.Ephemeral && c.EphemeralTTL == 0 {
+		c.EphemeralTTL = EphemeralTTLDefault
+	}
 	return c
 }
 
@@ -221,6 +241,15 @@ func (c SubscriberConfig) validate() error {
 		return &ConfigError{Field: "RetryMax", Reason: "RetryMin must be positive and RetryMax at least RetryMin"}
 	case c.AckBatch < 1:
 		return &ConfigError{Field: "AckBatch", Reason: "must be at least 1"}
+	case !c.Ephemeral && c.EphemeralTTL != 0:
+		return &ConfigError{Field: "EphemeralTTL", Reason: "is set but Ephemeral is not"}
+	case c.Ephemeral && c.EphemeralTTL < ephemeralTTLMin:
+		return &ConfigError{Field: "EphemeralTTL", Reason: "must be at least 30ms (it is renewed every EphemeralTTL/3)"}
+	case c.Ephemeral && c.FromOldest:
+		return &ConfigError{Field: "FromOldest", Reason: "cannot be set with Ephemeral: an ephemeral group starts with the next publish (or takes the topic's backlog)"}
 	}
 	return nil
 }
+
+// renewInterval is how often a subscription of an ephemeral group renews its membership.
+func (c SubscriberConfig) renewInterval() time.Duration { return c.EphemeralTTL / 3 }

@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"errors"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -51,8 +52,7 @@ const expiryMargin = 5 * time.Millisecond
 // attempts). It runs at once, so that what a crashed consumer left behind comes back without
 // waiting, then at the earlier of two times:
 //
-//   - the sweep, every ReclaimInterval ±20%: the safety net, and the round that registers the
-//     group again (EnsureGroup), so a registration that Redis lost is back within an interval;
+//   - the sweep, every ReclaimInterval ±20%: the safety net;
 //   - just after the earliest pending lease expires, as the last Reclaim reported it
 //     (ReclaimResult.NextExpiry), so expired leases come back at expiry rather than at the
 //     next sweep. A Reclaim that stopped at its bound reports a lease already due, and so
@@ -61,7 +61,12 @@ const expiryMargin = 5 * time.Millisecond
 // Leases taken after a Reclaim are not in what it reported; the next sweep sees them, which
 // is before they can expire as long as ReclaimInterval is shorter than the lease (Lease/2 by
 // default). Any consumer of the group may reclaim; the jitter keeps many from doing it in
-// lockstep. Wakes for an expiry cost one Reclaim round trip and no EnsureGroup.
+// lockstep.
+//
+// It does not register the group again (it once did, every sweep, in case a failover lost
+// the registration): a group deleted with Admin must stay deleted, and a running
+// subscription cannot tell a deletion from a lost registration. Its claims fail with
+// ErrGroupDeleted instead, and it stops (membership.go).
 func (s *subscription) reclaim() {
 	defer s.loopsWG.Done()
 	r := newRetrier("reclaiming expired leases", s.config, s.logger)
@@ -69,7 +74,6 @@ func (s *subscription) reclaim() {
 		Topic: s.topic, Group: s.config.Group,
 		MaxDeliveries: s.config.MaxDeliveries, OrphanLease: s.config.Lease,
 	}
-	register := &EnsureGroupParams{Topic: s.topic, Group: s.config.Group, FromOldest: s.config.FromOldest}
 	var (
 		wait    time.Duration
 		sweepAt time.Time // the next sweep; zero: now
@@ -78,20 +82,17 @@ func (s *subscription) reclaim() {
 	for sleep(wait, s.stopping) {
 		res, err := s.backend.Reclaim(s.hard, p)
 		if err != nil {
+			if errors.Is(err, ErrGroupDeleted) {
+				s.groupDeleted(err)
+				return
+			}
 			wait = r.failed(err)
 			continue
 		}
+		r.ok()
 		if now := time.Now(); !now.Before(sweepAt) {
-			// Register the group again: a failover to a replica that missed Subscribe's
-			// registration would otherwise leave the group out of every later publish for
-			// good. Idempotent, one round trip per sweep.
-			if err := s.backend.EnsureGroup(s.hard, register); err != nil {
-				wait = r.failed(err)
-				continue
-			}
 			sweepAt = now.Add(jitter(s.config.ReclaimInterval, 0.2))
 		}
-		r.ok()
 		if res.Reclaimed > 0 || res.DeadLettered > 0 || res.Orphans > 0 {
 			s.logger.Debug("relq: reclaimed expired leases", watermill.LogFields{
 				"reclaimed": res.Reclaimed, "dead_lettered": res.DeadLettered, "orphans": res.Orphans,

@@ -44,6 +44,12 @@ type JoinParams struct {
 	Consumer string
 	// TTL is how long the membership lasts without another Join.
 	TTL time.Duration
+	// Renew extends a membership and never registers the group: when the group is not
+	// registered (deleted with Admin, expired, or lost by a failover) Join fails with an
+	// error matching ErrGroupDeleted, so that a subscription's periodic renewal cannot bring
+	// back a group that was deleted under it. A running subscription renews with it; its
+	// first Join does not.
+	Renew bool
 }
 
 // LeaveParams are the inputs of Ephemeral.Leave.

@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,26 @@ func DeliveryID(msg *message.Message) string { return msg.Metadata.Get(MetadataD
 func Attempt(msg *message.Message) int {
 	n, _ := strconv.Atoi(msg.Metadata.Get(MetadataAttempt))
 	return n
+}
+
+// maxDeliveriesKey is the context key under which a subscription's messages carry its
+// MaxDeliveries.
+type maxDeliveriesKey struct{}
+
+// withMaxDeliveries is ctx carrying a subscription's MaxDeliveries (0: no limit).
+func withMaxDeliveries(ctx context.Context, limit int) context.Context {
+	return context.WithValue(ctx, maxDeliveriesKey{}, limit)
+}
+
+// MaxDeliveriesOf returns the MaxDeliveries of the Subscriber that delivered msg, read from
+// the message's context: the delivery whose Attempt reaches it is the message's last, since
+// its nack (or its lease expiring) dead-letters it. limit is 0 when that Subscriber has no
+// limit (MaxDeliveries -1). ok is false for a message that did not come from a Subscriber, or
+// whose context was replaced by one not derived from it. Middleware reads the limit here
+// rather than from a setting of its own, so that the two cannot disagree.
+func MaxDeliveriesOf(msg *message.Message) (limit int, ok bool) {
+	limit, ok = msg.Context().Value(maxDeliveriesKey{}).(int)
+	return limit, ok
 }
 
 // SetDelay makes a message due d after it is published, with millisecond precision on the

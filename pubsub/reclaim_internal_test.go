@@ -74,8 +74,7 @@ func waitReclaims(t *testing.T, f *reclaimFake, n int) []time.Time {
 }
 
 // The loop runs Reclaim again when the lease it reported expires, not an hour later at the
-// next sweep; a full batch (a lease already due) runs again at once. Those wakes do not
-// register the group again: that stays once per sweep.
+// next sweep; a full batch (a lease already due) runs again at once.
 func TestReclaimRunsAtTheReportedExpiry(t *testing.T) {
 	t.Parallel()
 	f := &reclaimFake{results: []ReclaimResult{
@@ -89,8 +88,17 @@ func TestReclaimRunsAtTheReportedExpiry(t *testing.T) {
 	at := waitReclaims(t, f, 4)
 	require.GreaterOrEqual(t, at[1].Sub(at[0]), 150*time.Millisecond, "ran before the lease expired")
 	require.GreaterOrEqual(t, at[2].Sub(at[1]), 50*time.Millisecond, "ran before the lease expired")
+}
+
+// The loop never registers the group (a deleted group must stay deleted), at a sweep or at
+// an expiry wake.
+func TestReclaimNeverRegistersTheGroup(t *testing.T) {
+	t.Parallel()
+	f := &reclaimFake{results: []ReclaimResult{{NextExpiry: time.Millisecond}, {Reclaimed: 1}}}
+	runReclaimLoop(t, f, SubscriberConfig{ReclaimInterval: 5 * time.Millisecond})
+	waitReclaims(t, f, 10)
 	_, ensures := f.calls()
-	require.Equal(t, 1, ensures, "an expiry wake registered the group again")
+	require.Zero(t, ensures)
 }
 
 // A backend that keeps reporting a lease due that Reclaim cannot return makes the loop back

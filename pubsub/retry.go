@@ -69,12 +69,14 @@ func sleep(d time.Duration, done <-chan struct{}) bool {
 }
 
 // permanent reports errors that retrying cannot fix: relq's own sentinel errors (a bad name,
-// an old Redis, a missing feature) and cancellation. Anything else is taken for a Redis or
+// an old Redis, a missing feature, a group deleted or durable where an ephemeral one was
+// asked for) and cancellation. Anything else is taken for a Redis or
 // network failure, which a later attempt may get past (Backend's contract).
 func permanent(err error) bool {
 	for _, target := range []error{
 		ErrInvalidName, ErrRedisVersion, ErrNotImplemented, ErrInvalidConfig,
 		ErrReservedMetadata, ErrMessageTooLarge, ErrDelayTooLong, ErrNilMessage, ErrClosed, ErrStorageLayout,
+		ErrGroupDeleted, ErrNotEphemeral,
 		context.Canceled, context.DeadlineExceeded,
 	} {
 		if errors.Is(err, target) {

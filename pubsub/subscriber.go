@@ -3,7 +3,6 @@ package pubsub
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -14,14 +13,19 @@ import (
 // use. Each Subscribe call is an independent subscription with its own prefetch buffer,
 // Concurrency handlers in flight, heartbeat and reclaim loop.
 type Subscriber struct {
-	backend Backend
-	config  SubscriberConfig
-	logger  watermill.LoggerAdapter
+	backend   Backend
+	ephemeral Ephemeral // the backend's, with config.Ephemeral; nil for a durable group
+	config    SubscriberConfig
+	logger    watermill.LoggerAdapter
 
 	mu      sync.Mutex
 	closed  bool
 	closing chan struct{} // closed by Close: every subscription stops
 	wg      sync.WaitGroup
+	// initialized holds the topics whose ephemeral group SubscribeInitialize joined under the
+	// configured consumer name, until a Subscribe of the topic has joined and leaves that
+	// membership, or Close does.
+	initialized map[string]bool
 
 	eviction sync.Once // warnEviction, at the first group registration
 }
@@ -32,7 +36,8 @@ var (
 )
 
 // NewSubscriber returns a Subscriber over backend. config goes through WithDefaults; an
-// invalid value fails with a *ConfigError naming the field. A nil logger discards logs.
+// invalid value fails with a *ConfigError naming the field, as does Ephemeral on a backend
+// that does not implement Ephemeral. A nil logger discards logs.
 func NewSubscriber(backend Backend, config SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
 	if backend == nil {
 		return nil, &ConfigError{Field: "backend", Reason: "must not be nil"}
@@ -41,20 +46,33 @@ func NewSubscriber(backend Backend, config SubscriberConfig, logger watermill.Lo
 	if err := config.validate(); err != nil {
 		return nil, err
 	}
+	var ephemeral Ephemeral
+	if config.Ephemeral {
+		e, ok := backend.(Ephemeral)
+		if !ok {
+			return nil, &ConfigError{Field: "Ephemeral", Reason: "the " + backend.Name() + " backend does not keep ephemeral groups (pubsub.Ephemeral)"}
+		}
+		ephemeral = e
+	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
 	logger = logger.With(watermill.LogFields{"backend": backend.Name(), "group": config.Group, "consumer": config.Consumer})
-	return &Subscriber{backend: backend, config: config, logger: logger, closing: make(chan struct{})}, nil
+	return &Subscriber{
+		backend: backend, ephemeral: ephemeral, config: config, logger: logger,
+		closing: make(chan struct{}), initialized: map[string]bool{},
+	}, nil
 }
 
 // Subscribe registers the subscriber's group on topic (waiting, with backoff, while Redis is
 // unreachable) and returns an unbuffered channel of its messages. Every message must be
-// acked or nacked; the subscription holds at most Concurrency of them unacknowledged.
+// acked or nacked; the subscription holds at most Concurrency of them unacknowledged. With
+// Ephemeral the subscription joins the group instead, as a member of its own.
 //
-// The channel is closed when ctx is cancelled or the Subscriber is closed; message contexts
-// derive from ctx and are cancelled then too, and the handlers still running get
-// CloseTimeout to ack or nack (see Close).
+// The channel is closed when ctx is cancelled, the Subscriber is closed, or the group is
+// deleted (Admin.DeleteGroup or DeleteTopic: the subscription logs ErrGroupDeleted and stops
+// as if cancelled). Message contexts derive from ctx and are cancelled then too, and the
+// handlers still running get CloseTimeout to ack or nack (see Close).
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
@@ -62,26 +80,46 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	if err := ValidateName("topic", topic); err != nil {
 		return nil, err
 	}
-	if err := s.ensureGroup(ctx, topic); err != nil {
+	sub := newSubscription(ctx, s, topic)
+	if err := s.register(ctx, topic, sub.config.Consumer); err != nil {
+		sub.discard()
 		return nil, err
 	}
+	handover, err := s.start(sub)
+	if err != nil {
+		s.leave(topic, sub.config.Consumer)
+		sub.discard()
+		return nil, err
+	}
+	if handover {
+		s.leave(topic, s.config.Consumer) // SubscribeInitialize's membership: sub holds the group now
+	}
+	return sub.out, nil
+}
+
+// start runs sub unless the Subscriber closed meanwhile. handover reports an ephemeral
+// membership of SubscribeInitialize on sub's topic, which the caller leaves.
+func (s *Subscriber) start(sub *subscription) (handover bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return false, ErrClosed
 	}
-	sub := newSubscription(ctx, s, topic)
+	handover = s.initialized[sub.topic]
+	delete(s.initialized, sub.topic)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		sub.run()
 	}()
-	return sub.out, nil
+	return handover, nil
 }
 
 // SubscribeInitialize registers the subscriber's group on topic, so that it receives every
 // message published from now on, before any Subscribe. It waits while Redis is unreachable,
-// until the Subscriber is closed.
+// until the Subscriber is closed. With Ephemeral it joins the group under the configured
+// consumer name, for EphemeralTTL: the first Subscribe of the topic then takes over (its own
+// membership holds the group) and leaves that one, as Close does.
 func (s *Subscriber) SubscribeInitialize(topic string) error {
 	if s.isClosed() {
 		return ErrClosed
@@ -89,22 +127,44 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 	if err := ValidateName("topic", topic); err != nil {
 		return err
 	}
-	return s.ensureGroup(context.Background(), topic)
+	if err := s.register(context.Background(), topic, s.config.Consumer); err != nil {
+		return err
+	}
+	if s.ephemeral == nil {
+		return nil
+	}
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.initialized[topic] = true
+	}
+	s.mu.Unlock()
+	if closed {
+		s.leave(topic, s.config.Consumer)
+		return ErrClosed
+	}
+	return nil
 }
 
-// Close stops every subscription: it stops claiming, releases prefetched messages back to
-// ready at once (not counted as an attempt), cancels the contexts of messages in flight and
-// waits up to CloseTimeout for their handlers to ack or nack, flushes acks, and closes the
-// output channels. It is safe while nobody reads an output channel, idempotent, and returns
-// once every subscription has finished. Later Subscribe calls fail with ErrClosed.
+// Close stops every subscription: it stops claiming (a claim blocked waiting for messages
+// ends at once), releases prefetched messages back to ready at once (not counted as an
+// attempt), cancels the contexts of messages in flight and waits up to CloseTimeout for their
+// handlers to ack or nack, flushes acks, leaves the ephemeral group, and closes the output
+// channels. It is safe while nobody reads an output channel, idempotent, and returns once
+// every subscription has finished. Later Subscribe calls fail with ErrClosed.
 func (s *Subscriber) Close() error {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
 		close(s.closing)
 	}
+	initialized := s.initialized
+	s.initialized = nil
 	s.mu.Unlock()
 	s.wg.Wait()
+	for topic := range initialized {
+		s.leave(topic, s.config.Consumer)
+	}
 	return nil
 }
 
@@ -112,30 +172,4 @@ func (s *Subscriber) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
-}
-
-// ensureGroup runs EnsureGroup until it succeeds, retrying Redis failures with capped
-// backoff; it gives up on a permanent error, ctx cancellation or Close.
-func (s *Subscriber) ensureGroup(ctx context.Context, topic string) error {
-	r := newRetrier("registering group on topic "+topic, s.config, s.logger)
-	p := &EnsureGroupParams{Topic: topic, Group: s.config.Group, FromOldest: s.config.FromOldest}
-	for {
-		err := s.backend.EnsureGroup(ctx, p)
-		if err == nil {
-			r.ok()
-			s.eviction.Do(func() { s.warnEviction(ctx) })
-			return nil
-		}
-		if permanent(err) {
-			return err
-		}
-		wait := r.failed(err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.closing:
-			return ErrClosed
-		case <-time.After(wait):
-		}
-	}
 }

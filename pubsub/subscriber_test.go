@@ -9,13 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/relq/relq/adapters/list"
-	"github.com/relq/relq/adapters/streams"
-	"github.com/relq/relq/adapters/zset"
-	"github.com/relq/relq/internal/keys"
-	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -278,69 +271,4 @@ func TestNackReasonIsKeptWithTheDeadLetter(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	require.Equal(t, strings.Repeat("x", pubsub.MaxNackReason), dl[0].Reason)
-}
-
-// A group registration that Redis lost (a failover to a replica that missed it) comes back
-// within a ReclaimInterval, so later publishes reach the group again.
-func TestSubscriberRegistersItsGroupAgain(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	for _, tc := range []struct {
-		name    string
-		backend func(c redis.UniversalClient, prefix string) (pubsub.Backend, error)
-		lose    func(c redis.UniversalClient, tag string) error
-		has     func(c redis.UniversalClient, tag string) bool
-	}{
-		{"list",
-			func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
-				return list.New(c, list.Options{Prefix: p})
-			},
-			func(c redis.UniversalClient, tag string) error {
-				return c.HDel(ctx, keys.Join(tag, "registry"), "billing").Err()
-			},
-			func(c redis.UniversalClient, tag string) bool {
-				return c.HExists(ctx, keys.Join(tag, "registry"), "billing").Val()
-			}},
-		{"zset",
-			func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
-				return zset.New(c, zset.Options{Prefix: p})
-			},
-			func(c redis.UniversalClient, tag string) error {
-				return c.HDel(ctx, keys.Join(tag, "zregistry"), "billing").Err()
-			},
-			func(c redis.UniversalClient, tag string) bool {
-				return c.HExists(ctx, keys.Join(tag, "zregistry"), "billing").Val()
-			}},
-		{"streams",
-			func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
-				return streams.New(c, streams.Options{Prefix: p})
-			},
-			func(c redis.UniversalClient, tag string) error {
-				return c.XGroupDestroy(ctx, keys.Join(tag, "stream"), "billing").Err()
-			},
-			func(c redis.UniversalClient, tag string) bool {
-				groups, err := c.XInfoGroups(ctx, keys.Join(tag, "stream")).Result()
-				return err == nil && len(groups) == 1 && groups[0].Name == "billing"
-			}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c := redistest.Shared(t).Client(t)
-			prefix := redistest.Prefix(t)
-			b, err := tc.backend(c, prefix)
-			require.NoError(t, err)
-			const topic = "lost"
-			sub := newSubscriber(t, b, pubsub.SubscriberConfig{Group: "billing", ReclaimInterval: 50 * time.Millisecond})
-			ch, err := sub.Subscribe(ctx, topic)
-			require.NoError(t, err)
-			tag := keys.Tag(prefix, topic)
-			require.True(t, tc.has(c, tag), "Subscribe registered the group")
-
-			require.NoError(t, tc.lose(c, tag))
-			require.Eventually(t, func() bool { return tc.has(c, tag) }, waitFor, 10*time.Millisecond,
-				"the reclaim loop registers the group again")
-			publishN(t, newPublisher(t, b), topic, 1)
-			require.True(t, receive(t, ch).Ack())
-		})
-	}
 }

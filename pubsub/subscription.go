@@ -19,18 +19,23 @@ import (
 //     for the handler's Ack or Nack;
 //   - acker: turns acks, nacks and releases into batched Backend.Ack/Nack calls;
 //   - heartbeat: extends the leases of everything held;
-//   - reclaimer: returns the group's expired leases to ready, with jitter.
+//   - reclaimer: returns the group's expired leases to ready, with jitter;
+//   - with an ephemeral group, renew: renews the subscription's membership (membership.go).
 //
 // All Redis calls take hard, which outlives ctx (the stop still needs Redis to release and
 // ack) and is cancelled CloseTimeout after the stop began at the latest: that bounds how long
-// Close waits for handlers, for a claim in progress, and for acks while Redis is down.
+// Close waits for handlers and for acks while Redis is down. Claims take claimCtx, which
+// the stop cancels at once, so that a claim blocked waiting for messages ends then and not
+// at the end of Block: a claim cancelled in its wait claims nothing, and what a claim script
+// claimed before the cancel is returned all the same, and released.
 type subscription struct {
-	backend Backend
-	config  SubscriberConfig
-	logger  watermill.LoggerAdapter
-	topic   string
-	ctx     context.Context // Subscribe's ctx: cancelling it stops the subscription
-	closing <-chan struct{} // the Subscriber's: closing it stops every subscription
+	backend   Backend
+	ephemeral Ephemeral // nil for a durable group
+	config    SubscriberConfig
+	logger    watermill.LoggerAdapter
+	topic     string
+	ctx       context.Context // Subscribe's ctx: cancelling it stops the subscription
+	closing   <-chan struct{} // the Subscriber's: closing it stops every subscription
 
 	out    chan *message.Message
 	buffer chan Delivery // claimed, not yet taken by a worker; cap Concurrency+Prefetch
@@ -41,15 +46,23 @@ type subscription struct {
 	// hard bounds Redis calls and the wait for handlers (see above).
 	hard       context.Context
 	cancelHard context.CancelFunc
+	// claimCtx is hard's, cancelled when the stop begins.
+	claimCtx    context.Context
+	cancelClaim context.CancelFunc
 	// stopping is closed when the stop begins: no more claims, no more deliveries.
 	stopping chan struct{}
+	// gone is closed when the group turned out deleted: the subscription stops.
+	gone     chan struct{}
+	goneOnce sync.Once
+	// leaving is closed when the stop is about to leave an ephemeral group: renew returns.
+	leaving chan struct{}
 
 	held      heldSet
 	capacity  chan struct{} // cap 1: wakes the claimer when capacity frees
 	ackerWake chan struct{} // cap 1: wakes the acker when results wait
 	ackerQuit chan struct{} // closed once no more results can come
 
-	claimerWG, workersWG, ackerWG, loopsWG sync.WaitGroup
+	claimerWG, workersWG, ackerWG, loopsWG, memberWG sync.WaitGroup
 }
 
 func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscription {
@@ -57,6 +70,7 @@ func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscrip
 	c.Consumer = subscriptionConsumer(c.Consumer)
 	sub := &subscription{
 		backend:   s.backend,
+		ephemeral: s.ephemeral,
 		config:    c,
 		logger:    s.logger.With(watermill.LogFields{"topic": topic, "consumer": c.Consumer}),
 		topic:     topic,
@@ -65,18 +79,28 @@ func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscrip
 		out:       make(chan *message.Message),
 		buffer:    make(chan Delivery, c.Concurrency+c.Prefetch),
 		stopping:  make(chan struct{}),
+		gone:      make(chan struct{}),
+		leaving:   make(chan struct{}),
 		capacity:  make(chan struct{}, 1),
 		ackerWake: make(chan struct{}, 1),
 		ackerQuit: make(chan struct{}),
 	}
 	sub.held.init(c.AckBatch)
-	sub.msgCtx, sub.cancelMsg = context.WithCancel(ctx)
+	sub.msgCtx, sub.cancelMsg = context.WithCancel(withMaxDeliveries(ctx, c.MaxDeliveries))
 	sub.hard, sub.cancelHard = context.WithCancel(context.Background())
+	sub.claimCtx, sub.cancelClaim = context.WithCancel(sub.hard)
 	return sub
 }
 
-// run starts the subscription's goroutines and stops them when ctx is cancelled or the
-// Subscriber closes.
+// discard frees a subscription that never ran.
+func (s *subscription) discard() {
+	s.cancelClaim()
+	s.cancelHard()
+	s.cancelMsg()
+}
+
+// run starts the subscription's goroutines and stops them when ctx is cancelled, the
+// Subscriber closes, or the group turns out deleted.
 func (s *subscription) run() {
 	s.claimerWG.Add(1)
 	go s.claim()
@@ -89,22 +113,29 @@ func (s *subscription) run() {
 	s.loopsWG.Add(2)
 	go s.heartbeat()
 	go s.reclaim()
+	if s.ephemeral != nil {
+		s.memberWG.Add(1)
+		go s.renew()
+	}
 	s.logger.Debug("relq: subscribed", nil)
 
 	select {
 	case <-s.ctx.Done():
 	case <-s.closing:
+	case <-s.gone:
 	}
 	s.stop()
 }
 
-// stop shuts the subscription down in the order DESIGN §3 asks for: stop claiming and
-// delivering, release prefetched deliveries at once, give handlers in flight up to
-// CloseTimeout, flush the acker, and only then close out, once nothing can send on it.
+// stop shuts the subscription down in the order DESIGN §3 asks for: stop claiming (ending a
+// blocked claim) and delivering, release prefetched deliveries at once, give handlers in
+// flight up to CloseTimeout, flush the acker, leave an ephemeral group, and only then close
+// out, once nothing can send on it.
 func (s *subscription) stop() {
 	start := time.Now()
 	s.cancelMsg()
 	close(s.stopping)
+	s.cancelClaim()
 	deadline := time.AfterFunc(s.config.CloseTimeout, s.cancelHard)
 	defer deadline.Stop()
 
@@ -115,6 +146,7 @@ func (s *subscription) stop() {
 	s.releaseBuffered()
 	close(s.ackerQuit)
 	s.ackerWG.Wait()
+	s.leaveGroup()
 
 	s.cancelHard()
 	s.loopsWG.Wait()

@@ -14,6 +14,17 @@ func TestManySubscriptions(t *testing.T) {
 	adaptertest.ManySubscriptions(t, buildFormat(streams.FormatNative))
 }
 
+// TestStopEndsBlockedClaim: cancelling a subscription blocked in its claim, or closing its
+// Subscriber, stops it at once, not at the end of Block, and leaves no pooled connection in
+// use.
+func TestStopEndsBlockedClaim(t *testing.T) {
+	adaptertest.StopEndsBlockedClaim(t, buildFormat(streams.FormatNative))
+}
+
+// TestRequestReply: 200 sequential Watermill request-reply round trips, a Subscriber per
+// request, on go-redis's default pool: no call waits for a pooled connection.
+func TestRequestReply(t *testing.T) { adaptertest.RequestReply(t, buildFormat(streams.FormatNative)) }
+
 // BenchmarkPickup200: publish to one of 200 idle subscriptions, receive, ack.
 func BenchmarkPickup200(b *testing.B) {
 	adaptertest.BenchmarkPickup(b, buildFormat(streams.FormatNative))

@@ -106,9 +106,8 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 		return err
 	}
 	backoff, err := middleware.Backoff(middleware.BackoffConfig{
-		Initial:       100 * time.Millisecond,
-		Max:           time.Second,
-		MaxDeliveries: maxDeliveries,
+		Initial: 100 * time.Millisecond,
+		Max:     time.Second,
 	})
 	if err != nil {
 		return err

@@ -122,3 +122,69 @@ func closeBackend(t testing.TB, b pubsub.Backend) {
 		t.Cleanup(func() { _ = c.Close() })
 	}
 }
+
+// stopBlock is the Block of StopEndsBlockedClaim's subscriptions, and stopSoon how long it
+// gives a stop: far shorter than Block, and far longer than a stop takes.
+const stopBlock, stopSoon = time.Minute, 10 * time.Second
+
+// StopEndsBlockedClaim checks that a subscription blocked in its claim stops at once, not at
+// the end of its Block, both when its ctx is cancelled and when its Subscriber closes: its
+// output channel closes, its blocking command ends in Redis, and no pooled connection is left
+// in use.
+func StopEndsBlockedClaim(t *testing.T, build Build) {
+	t.Parallel()
+	// No read timeout, so that only Block bounds the blocking commands.
+	client, prefix := namedClient(t, func(o *redis.Options) { o.ReadTimeout = -1 })
+	h, err := build(client, prefix)
+	require.NoError(t, err)
+	closeBackend(t, h.Backend)
+	sub, err := pubsub.NewSubscriber(h.Backend, pubsub.SubscriberConfig{Block: stopBlock, Lease: 2 * stopBlock}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sub.Close()) })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelled, err := sub.Subscribe(ctx, "cancelled")
+	require.NoError(t, err)
+	closed, err := sub.Subscribe(context.Background(), "closed")
+	require.NoError(t, err)
+	blocked := func(n int, what string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			return Blocked(context.Background(), client, client.Options().ClientName, "") == n
+		}, stopSoon, time.Millisecond, what)
+	}
+	blocked(2, "both subscriptions should block in their claims")
+
+	cancel()
+	requireClosedBefore(t, cancelled, stopSoon, "cancelled")
+	blocked(1, "the cancelled subscription's blocking command should end")
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- sub.Close() }()
+	select {
+	case err := <-stopped:
+		require.NoError(t, err)
+	case <-time.After(stopSoon):
+		require.FailNow(t, "Close waited for the blocked claim")
+	}
+	requireClosedBefore(t, closed, 0, "closed")
+	blocked(0, "the closed subscription's blocking command should end")
+	s := client.PoolStats()
+	require.Equal(t, s.TotalConns, s.IdleConns, "pooled connections still in use with every subscription stopped")
+}
+
+// requireClosedBefore requires ch to close, with nothing delivered, within d (0: now).
+func requireClosedBefore(t *testing.T, ch <-chan *message.Message, d time.Duration, name string) {
+	t.Helper()
+	timeout := make(<-chan time.Time)
+	if d > 0 {
+		timeout = time.After(d)
+	}
+	select {
+	case msg, ok := <-ch:
+		require.False(t, ok, "%s: delivered %v", name, msg)
+	case <-timeout:
+		require.FailNow(t, "not stopped", "%s: the output channel is still open after %v", name, d)
+	}
+}
