@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/components/cqrs"
 	"github.com/ThreeDotsLabs/watermill/components/requestreply"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -33,7 +34,7 @@ type ping struct{ N int }
 func RequestReply(t *testing.T, build Build) {
 	t.Parallel()
 	client, prefix := namedClient(t, nil)
-	h, err := build(client, prefix)
+	h, err := build(client, prefix, conformance.Options{})
 	require.NoError(t, err)
 	closeBackend(t, h.Backend)
 	_, ephemeral := h.Backend.(pubsub.Ephemeral)

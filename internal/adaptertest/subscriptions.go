@@ -135,7 +135,7 @@ func StopEndsBlockedClaim(t *testing.T, build Build) {
 	t.Parallel()
 	// No read timeout, so that only Block bounds the blocking commands.
 	client, prefix := namedClient(t, func(o *redis.Options) { o.ReadTimeout = -1 })
-	h, err := build(client, prefix)
+	h, err := build(client, prefix, conformance.Options{})
 	require.NoError(t, err)
 	closeBackend(t, h.Backend)
 	sub, err := pubsub.NewSubscriber(h.Backend, pubsub.SubscriberConfig{Block: stopBlock, Lease: 2 * stopBlock}, nil)
