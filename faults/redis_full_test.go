@@ -107,7 +107,7 @@ func runRedisFull(t *testing.T, bc backendCase) {
 	stopTopUp := sync.OnceFunc(func() { close(topUp); <-toppedUp })
 	defer stopTopUp()
 
-	// Registering the group again (every subscriber's reclaim sweep does) works while full.
+	// Registering the group again (a subscriber starting again does) works while full.
 	again := newFullBackend(t, bc, server.Client(t), prefix)
 	require.NoError(t, again.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: pubsub.DefaultGroup}),
 		"registering the group again on a full Redis")
