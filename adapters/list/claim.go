@@ -73,15 +73,18 @@ func (b *Backend) register(ctx context.Context, p *pubsub.ClaimParams, count int
 }
 
 // blmove runs BLMOVE ready processing RIGHT LEFT with a millisecond timeout, on a connection
-// of its own (engine.Wait). go-redis's typed BLMove rounds timeouts up to whole seconds, which
-// would stretch every idle claim to 1s. ctx does not end the BLMOVE: once it has moved an
-// entry, only its reply lets this consumer register it (see registerTimeout); it ends by its
-// timeout, at most the claim's Block later.
+// of its own (engine.WaitUnblocked). go-redis's typed BLMove rounds timeouts up to whole
+// seconds, which would stretch every idle claim to 1s. ctx's end does not close the
+// connection: once the BLMOVE has moved an entry, only its reply lets this consumer register
+// it (see registerTimeout). It unblocks the BLMOVE instead (CLIENT UNBLOCK ... TIMEOUT), which
+// then returns at once, with nothing or with the entry it had moved, so a stopping
+// subscription releases its connection at once; where CLIENT UNBLOCK is not allowed (ACL), the
+// BLMOVE ends by its timeout, at most the claim's Block later.
 func (b *Backend) blmove(ctx context.Context, p *pubsub.ClaimParams, wait time.Duration) (string, error) {
 	k := b.keys(p.Topic, p.Group)
 	secs := strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)
 	var entry string
-	err := b.Wait(context.WithoutCancel(ctx), k.Store("ready"), func(ctx context.Context, c redis.UniversalClient) error {
+	err := b.WaitUnblocked(ctx, k.Store("ready"), func(ctx context.Context, c redis.UniversalClient) error {
 		cmd := redis.NewStringCmd(ctx, "blmove", k.Store("ready"), k.Store("processing"), "RIGHT", "LEFT", secs)
 		_ = c.Process(ctx, cmd)
 		entry = cmd.Val()

@@ -15,11 +15,6 @@ func TestManySubscriptions(t *testing.T) { adaptertest.ManySubscriptions(t, buil
 // Subscriber, stops it at once, not at the end of Block, and leaves no pooled connection in
 // use.
 func TestStopEndsBlockedClaim(t *testing.T) {
-	// TODO(issue 13): list's BLMOVE ignores the claim's cancellation and runs to its timeout
-	// (claim.go, blmove), so a stop waits for it. End it with CLIENT UNBLOCK from another
-	// connection (a nil reply, or the entry it moved, which register then leases), and drop
-	// this skip.
-	t.Skip("list: a cancelled claim's BLMOVE runs to its timeout")
 	adaptertest.StopEndsBlockedClaim(t, build)
 }
 

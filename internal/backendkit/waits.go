@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,21 +43,30 @@ type Waits struct {
 
 	mu     sync.Mutex
 	closed bool
-	hooks  []redis.Hook               // added to every connection's client
-	idle   map[string][]idleWait      // by server address; a stack, most recently used last
-	busy   map[*redis.Client]struct{} // in a wait; Close closes and removes them
-	sweep  *time.Timer                // closes idle connections past WaitLinger; nil: none idle
+	hooks  []redis.Hook                // added to every connection's client
+	idle   map[string][]idleWait       // by server address; a stack, most recently used last
+	busy   map[*redis.Client]*waitConn // in a wait; Close closes and removes them
+	sweep  *time.Timer                 // closes idle connections past WaitLinger; nil: none idle
 }
 
 type idleWait struct {
 	c     *redis.Client
+	conn  *waitConn
 	since time.Time
+}
+
+// waitConn is what Waits knows of one wait connection: its Redis client ID, learnt when it
+// connects (0: unknown, CLIENT ID refused), and a client of the same server to send
+// CLIENT UNBLOCK through.
+type waitConn struct {
+	id      atomic.Int64
+	control redis.UniversalClient
 }
 
 // NewWaits returns the Waits of user, the client a backend was given. It opens nothing until
 // the first wait.
 func NewWaits(user redis.UniversalClient) *Waits {
-	return &Waits{user: user, idle: map[string][]idleWait{}, busy: map[*redis.Client]struct{}{}}
+	return &Waits{user: user, idle: map[string][]idleWait{}, busy: map[*redis.Client]*waitConn{}}
 }
 
 // Run calls wait with a client whose only connection is this wait's, reaching the server
@@ -68,7 +78,7 @@ func (w *Waits) Run(ctx context.Context, key string, wait func(context.Context, 
 	if err := ctx.Err(); err != nil {
 		return err // before taking a connection that ctx would close at once
 	}
-	c, addr, err := w.take(ctx, key)
+	c, _, addr, err := w.take(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -89,6 +99,43 @@ func (w *Waits) Run(ctx context.Context, key string, wait func(context.Context, 
 	}
 	return err
 }
+
+// RunUnblocked is Run for a wait whose reply must be read even when ctx ends: list's BLMOVE,
+// which may have moved an entry that only its reply lets the caller lease. When ctx ends, it
+// does not close the connection but ends the blocked command with CLIENT UNBLOCK ... TIMEOUT,
+// sent through the given client, so the command returns as if its timeout had passed (or
+// with what it took just before), and wait's result is returned: nil error, or the
+// command's. Where the wait connection's ID is unknown (ACL refused CLIENT ID) or CLIENT
+// UNBLOCK is refused, the wait ends by its own timeout, as before. wait gets a context that
+// ctx's end does not cancel.
+func (w *Waits) RunUnblocked(ctx context.Context, key string, wait func(context.Context, redis.UniversalClient) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, conn, addr, err := w.take(ctx, key)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return wait(context.WithoutCancel(ctx), w.user)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if id := conn.id.Load(); id > 0 {
+			uctx, cancel := context.WithTimeout(context.Background(), unblockTimeout)
+			defer cancel()
+			_ = conn.control.Do(uctx, "client", "unblock", id, "timeout").Err()
+		}
+	})
+	err = wait(context.WithoutCancel(ctx), c)
+	stop()
+	if !w.give(addr, c, false) && err != nil {
+		return errClosed
+	}
+	return err
+}
+
+// unblockTimeout bounds a CLIENT UNBLOCK: if it cannot be sent, the wait ends by its timeout.
+const unblockTimeout = 2 * time.Second
 
 var errClosed = fmt.Errorf("%w: the backend's blocking claims were closed", pubsub.ErrClosed)
 
@@ -129,44 +176,48 @@ func (w *Waits) AddHook(hook redis.Hook) {
 
 // take returns an idle connection to key's server, or a new one, marked busy; nil for a
 // client type whose options it cannot copy.
-func (w *Waits) take(ctx context.Context, key string) (*redis.Client, string, error) {
+func (w *Waits) take(ctx context.Context, key string) (*redis.Client, *waitConn, string, error) {
 	if w.isClosed() {
-		return nil, "", errClosed
+		return nil, nil, "", errClosed
 	}
 	var opt *redis.Options
+	var control redis.UniversalClient
 	switch c := w.user.(type) {
 	case *redis.Client:
-		opt = c.Options()
+		opt, control = c.Options(), c
 	case *redis.ClusterClient:
 		node, err := c.MasterForKey(ctx, key)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
-		opt = node.Options()
+		opt, control = node.Options(), node
 	default:
-		return nil, "", nil
+		return nil, nil, "", nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return nil, "", errClosed
+		return nil, nil, "", errClosed
 	}
 	var c *redis.Client
+	var conn *waitConn
 	if stack := w.idle[opt.Addr]; len(stack) > 0 {
-		c = stack[len(stack)-1].c
+		top := stack[len(stack)-1]
+		c, conn = top.c, top.conn
 		if len(stack) == 1 {
 			delete(w.idle, opt.Addr)
 		} else {
 			w.idle[opt.Addr] = stack[:len(stack)-1]
 		}
 	} else {
-		c = redis.NewClient(waitOptions(opt))
+		conn = &waitConn{control: control}
+		c = redis.NewClient(waitOptions(opt, conn))
 		for _, h := range w.hooks {
 			c.AddHook(h)
 		}
 	}
-	w.busy[c] = struct{}{}
-	return c, opt.Addr, nil
+	w.busy[c] = conn
+	return c, conn, opt.Addr, nil
 }
 
 func (w *Waits) isClosed() bool {
@@ -180,14 +231,15 @@ func (w *Waits) isClosed() bool {
 func (w *Waits) give(addr string, c *redis.Client, ended bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.busy[c]; !ok {
+	conn, ok := w.busy[c]
+	if !ok {
 		return false
 	}
 	delete(w.busy, c)
 	if ended {
 		return false
 	}
-	w.idle[addr] = append(w.idle[addr], idleWait{c: c, since: time.Now()})
+	w.idle[addr] = append(w.idle[addr], idleWait{c: c, conn: conn, since: time.Now()})
 	if w.sweep == nil {
 		w.sweep = time.AfterFunc(WaitLinger, w.sweepIdle)
 	}
@@ -226,9 +278,25 @@ func (w *Waits) sweepIdle() {
 	}
 }
 
-// waitOptions are user's options for a client of one connection, used by one wait at a time.
-func waitOptions(user *redis.Options) *redis.Options {
+// waitOptions are user's options for a client of one connection, used by one wait at a time,
+// which records the connection's client ID in conn when it connects.
+func waitOptions(user *redis.Options, conn *waitConn) *redis.Options {
 	o := *user
+	onConnect := user.OnConnect
+	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+		if onConnect != nil {
+			if err := onConnect(ctx, cn); err != nil {
+				return err
+			}
+		}
+		// One CLIENT ID per connection, not per wait; refused (ACL), RunUnblocked waits.
+		id, err := cn.ClientID(ctx).Result()
+		if err != nil {
+			id = 0
+		}
+		conn.id.Store(id)
+		return nil
+	}
 	o.PoolSize, o.MaxConcurrentDials = 1, 1
 	o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns = 0, 0, 0
 	o.PipelinePoolSize = -1 // no pool for pipelines: a wait sends one command

@@ -122,6 +122,13 @@ func (e *Engine) Wait(ctx context.Context, key string, wait func(context.Context
 	return e.waits.Run(ctx, key, wait)
 }
 
+// WaitUnblocked is Wait for a blocking command whose reply must be read even when ctx ends
+// (list's BLMOVE): ctx's end unblocks the command (CLIENT UNBLOCK ... TIMEOUT) rather than
+// closing its connection (backendkit.Waits.RunUnblocked).
+func (e *Engine) WaitUnblocked(ctx context.Context, key string, wait func(context.Context, redis.UniversalClient) error) error {
+	return e.waits.RunUnblocked(ctx, key, wait)
+}
+
 // AddWaitHook adds a go-redis hook to the connections of blocking claims, which are not the
 // client's: hooks added to that client (tracing, metrics) do not run on them.
 func (e *Engine) AddWaitHook(hook redis.Hook) { e.waits.AddHook(hook) }
