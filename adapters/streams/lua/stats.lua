@@ -39,7 +39,8 @@
 -- ARGV[3] -> window: unread entries and not-due delayed entries looked at one by one
 -- ARGV[4] -> the most unread entries counted one by one when Redis cannot tell the lag
 -- Returns {ready, delayed, pending, dead, oldest pending age ms, oldest ready age ms,
--- counters (HGETALL), published, 1 when the group is paused} with ages -1 when there is none.
+-- counters (HGETALL), published (0 when the group is not registered), 1 when the group is
+-- paused} with ages -1 when there is none.
 
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
   published = KEYS[5], pending = KEYS[6], dead = KEYS[7], paused = KEYS[8], group = ARGV[1],
@@ -148,5 +149,5 @@ end
 local first_pending = redis.call('ZRANGE', k.pending, 0, 0, 'WITHSCORES')
 return {ready, delayed, pending_n, redis.call('XLEN', k.dead),
   age(first_pending[2] and tonumber(first_pending[2])), age(oldest_ready),
-  redis.call('HGETALL', k.counters), tonumber(redis.call('GET', k.published) or '0'),
+  redis.call('HGETALL', k.counters), info and tonumber(redis.call('GET', k.published) or '0') or 0,
   redis.call('SISMEMBER', k.paused, k.group)}
