@@ -16,9 +16,10 @@
 -- Per call, not per entry: one ZRANGE of the first N retries (the due ones and the earliest
 -- not due), one ZMSCORE of due times per page read (none while the topic has no delayed
 -- entry), one XCLAIM and one ZADD for all it parks, one ZREM, one XPENDING and one XCLAIM per
--- attempt count for the due retries, and one ZADD of pending_at. A claim of an idle consumer
--- (no retry, nothing unread) runs two commands: that ZRANGE and the XREADGROUP; TIME only
--- when a retry or an entry needs it, XINFO GROUPS only when the caller knows no position.
+-- attempt count for the due retries, one ZADD of pending_at, and one PTTL of the stream (see
+-- keep_ttl). A claim of an idle consumer (no retry, nothing unread) runs three commands: the
+-- SISMEMBER of the paused groups, that ZRANGE and the XREADGROUP; TIME only when a retry or
+-- an entry needs it, XINFO GROUPS only when the caller knows no position.
 --
 -- KEYS[1] -> stream (STREAM)
 -- KEYS[2] -> retry (ZSET padded id -> due ms) the group's parked deliveries
