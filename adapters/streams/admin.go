@@ -15,7 +15,12 @@ var _ pubsub.Admin = (*Backend)(nil)
 // ListTopics lists the topics under Options.Prefix that have a group or a backlog, sorted by
 // name, found with SCAN as Topics finds them, each described by one topic.lua call.
 func (b *Backend) ListTopics(ctx context.Context) ([]pubsub.TopicInfo, error) {
-	names, err := b.Topics(ctx)
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	scan := b.topicScan()
+	scan.Keep = nil // each is read below
+	names, err := backendkit.ScanTopics(ctx, b.client, scan)
 	if err != nil {
 		return nil, err
 	}

@@ -204,3 +204,47 @@ func TestDeleteTopicAlsoDropsAnUnfinishedGroupDelete(t *testing.T) {
 	require.NoError(t, e.b.DeleteTopic(e.Ctx, "t"))
 	require.Empty(t, e.Keys("t"))
 }
+
+// Deletes while another process publishes to the topic: every publish succeeds, and what it
+// stored lands in a group still registered or in the backlog of the topic created again.
+func TestDeletesWhileAnotherProcessPublishes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	e.EnsureGroup("t", "h")
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{{Envelope: adaptertest.Envelope("x")}}}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { return e.Stats("t", "h").Ready > 10 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, e.b.DeleteGroup(e.Ctx, "t", "g"))
+	require.Eventually(t, func() bool { return e.Stats("t", "h").Ready > 20 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, e.b.DeleteTopic(e.Ctx, "t"))
+	require.Eventually(t, func() bool { // publishes land on the topic created again
+		ok, err := e.b.HasTopic(e.Ctx, "t")
+		return err == nil && ok
+	}, 5*time.Second, time.Millisecond)
+	close(stop)
+	require.NoError(t, <-done)
+
+	require.Empty(t, groupsOf(t, e, "t"))
+	require.Empty(t, e.groupKeysLeft("t", "g"))
+	require.Empty(t, e.groupKeysLeft("t", "h"))
+	info, err := e.b.Topic(e.Ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, info.Backlog, e.xlen(e.tk("t").stream), "the topic created again holds its backlog only")
+	e.EnsureGroup("t", "new")
+	require.Len(t, e.Claim("t", "new", "c", 1000), int(info.Backlog))
+}
