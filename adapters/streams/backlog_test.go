@@ -140,3 +140,18 @@ func TestATopicLeftWithNoGroupAndNoBacklogLeavesNoKey(t *testing.T) {
 		})
 	}
 }
+
+// Redis is told how many entries come before the backlog, so it knows the first group's lag
+// (XINFO GROUPS), and Stats need not count the unread entries one by one.
+func TestTheFirstGroupsLagIsKnown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BacklogLimit = 150 })
+	for range 3 {
+		e.Publish("t", payloads("m", 100)...)
+	}
+	e.EnsureGroup("t", "g")
+	groups, err := e.C.XInfoGroups(e.Ctx, e.tk("t").stream).Result()
+	require.NoError(t, err)
+	require.Equal(t, e.xlen(e.tk("t").stream), groups[0].Lag)
+	require.Equal(t, e.xlen(e.tk("t").stream), e.Stats("t", "g").Ready)
+}

@@ -370,8 +370,8 @@ local function register(k, from_oldest)
   end
   local size, from = backlog_size(k)
   local entries_read
-  if from and size == redis.call('XLEN', k.stream) then
-    -- Nothing up to from is left: the entries before the backlog are all those added but it.
+  if size > 0 and size == redis.call('XLEN', k.stream) then
+    -- The stream holds the backlog only: the entries before it are all those added but it.
     local info = redis.pcall('XINFO', 'STREAM', k.stream)
     if type(info) == 'table' and not info.err then
       for i = 1, #info, 2 do
