@@ -155,3 +155,17 @@ func TestTheFirstGroupsLagIsKnown(t *testing.T) {
 	require.Equal(t, e.xlen(e.tk("t").stream), groups[0].Lag)
 	require.Equal(t, e.xlen(e.tk("t").stream), e.Stats("t", "g").Ready)
 }
+
+// A group that another program creates on a backlog (watermill-redisstream's XGROUP CREATE)
+// is durable: the next publish makes the topic live for good.
+func TestAGroupCreatedByAnotherProgramEndsTheBacklogsExpiry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, watermillFormat)
+	topic := e.Prefix + "-t"
+	e.Publish(topic, "a")
+	require.Greater(t, e.C.PTTL(e.Ctx, topic).Val(), time.Duration(0))
+	require.NoError(t, e.C.XGroupCreate(e.Ctx, topic, "watermill", "0").Err())
+	e.Publish(topic, "b")
+	require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, topic).Val())
+	require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, e.tk(topic).published).Val())
+}

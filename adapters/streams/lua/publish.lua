@@ -19,8 +19,8 @@
 -- ARGV[5] -> F, the number of fields of an entry
 -- ARGV[6 .. 5+F] -> the field names
 -- then per message: delay in ms (0: due now), F field values
--- Per call, beyond the XADDs: one XINFO GROUPS, one EXISTS of the ephemeral and deleting keys
--- (their ZRANGEBYSCORE and SRANDMEMBER only when either exists), one PTTL when delayed.
+-- Per call, beyond the XADDs: one XINFO GROUPS, one PTTL of the stream, one EXISTS of the
+-- ephemeral and deleting keys (their ZRANGEBYSCORE and SRANDMEMBER only when either exists).
 -- Returns {ids, tidy}: ids the entries' IDs in order; tidy the groups the caller should
 -- delete (unregister.lua's 'expired' mode: an ephemeral group whose members all expired, or
 -- a group whose delete is unfinished), and '' when the backlog has consumed entries still to
@@ -34,7 +34,8 @@ if done then
   for id in string.gmatch(done, '[^,]+') do ids[#ids + 1] = id end
   return {ids, {}}
 end
-local grouped = #groups_of(k) > 0
+local groups = groups_of(k)
+local grouped = #groups > 0
 
 local f = tonumber(ARGV[5])
 local first = 6 + f
@@ -83,8 +84,22 @@ if not grouped then
   for _, key in ipairs({k.stream, k.published, k.delayed, k.meta}) do redis.call('PEXPIRE', key, ARGV[4]) end
   local from = redis.call('HGET', k.meta, 'backlog_from')
   if from and redis.call('XRANGE', k.stream, '-', from, 'COUNT', 1)[1] then tidy[#tidy + 1] = '' end
-elseif #due > 0 then
-  keep_ttl(k, {k.delayed})
+elseif redis.call('PTTL', k.stream) > 0 then
+  -- The keys expire while every group is ephemeral (Join). A group another program created on
+  -- a backlog (watermill-redisstream's XGROUP CREATE) is durable: the topic lives for good.
+  local names = {}
+  for i, g in ipairs(groups) do names[i] = g.name end
+  local durable = false
+  for _, s in ipairs(call_ids('ZMSCORE', k.ephemeral, {}, names)) do
+    if not s then durable = true end
+  end
+  if durable then
+    for _, key in ipairs({k.stream, k.published, k.delayed, k.dead_refs, k.meta, k.paused, k.ephemeral, k.deleting}) do
+      redis.call('PERSIST', key)
+    end
+  else
+    keep_ttl(k, {k.delayed})
+  end
 end
 if redis.call('EXISTS', k.ephemeral, k.deleting) > 0 then
   -- The entries' time is the Redis clock's now (or a little ahead, after a clock step back).
