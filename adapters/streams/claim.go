@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +27,10 @@ import (
 // (2s) has passed since claim.lua last found nothing, or a retry it reported is due:
 // whatever becomes claimable meanwhile wakes the XREAD anyway. So an idle consumer sends one
 // XREAD per Block and one claim.lua per probe.
+//
+// A paused group claims nothing: Claim waits its Block (or ctx) and returns nothing. A group
+// that is not registered (deleted, or its topic) fails with an error wrapping
+// pubsub.ErrGroupDeleted; an idle consumer learns it at its next probe.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
@@ -60,9 +65,17 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 			}
 			res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
 				p.Group, p.Consumer, ParkedConsumer, count, backendkit.Millis(p.Lease), max(count, b.opts.BatchSize),
-				known, askWake, p.Topic).Slice()
+				known, askWake, p.Topic, b.deleteOnAck()).Slice()
 			if err != nil {
+				if groupGone(err) {
+					b.idle.forget(key)
+					return nil, fmt.Errorf("streams: claim from group %q of topic %q: %w", p.Group, p.Topic, pubsub.ErrGroupDeleted)
+				}
 				return nil, err
+			}
+			if backendkit.Int(res[0]) == pausedReply {
+				b.idle.forget(key)
+				return nil, sleep(ctx, time.Until(end))
 			}
 			if len(res) > 3 || p.Block <= 0 {
 				b.idle.forget(key)
@@ -119,6 +132,24 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 			return nil, nil
 		}
 		// Woken, at a due time, or at the probe: claim again.
+	}
+}
+
+// pausedReply is claim.lua's wait on a paused group.
+const pausedReply = -2
+
+// sleep waits d or until ctx ends, and returns ctx's error if it ended.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

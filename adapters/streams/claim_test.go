@@ -89,6 +89,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.EnsureGroup("t", "g")
 	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
 	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
@@ -96,12 +97,20 @@ func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	require.Empty(t, ds)
 }
 
-func TestClaimRecreatesAMissingGroupForNewEntries(t *testing.T) {
+func TestClaimOnAGroupThatIsNotRegisteredFailsAndCreatesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	require.Empty(t, e.Claim("t", "g", "c", 1), "no stream, no group: nothing, and no error")
-	published := e.Publish("t", "x")
-	require.Equal(t, published, adaptertest.IDs(e.Claim("t", "g", "c", 1)))
+	claim := func(block time.Duration) error {
+		_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: block})
+		return err
+	}
+	require.ErrorIs(t, claim(0), pubsub.ErrGroupDeleted, "no stream")
+	require.Empty(t, e.Keys("t"))
+	e.Publish("t", "x")
+	e.EnsureGroup("t", "other")
+	require.ErrorIs(t, claim(time.Second), pubsub.ErrGroupDeleted, "a stream without that group")
+	require.Equal(t, []string{"other"}, groupsOf(t, e, "t"))
+	require.NotContains(t, strings.Join(e.Keys("t"), " "), "g:g:")
 }
 
 func TestClaimRejectsTheParkingConsumerAndANonPositiveLease(t *testing.T) {

@@ -3,11 +3,13 @@ package streams_test
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/streams"
@@ -88,7 +90,36 @@ func TestWorksOnRedisCluster(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, sub.Close())
+
+		// Listing and deleting topics: every key of each (publish idempotency keys included,
+		// found on the topic's primary) goes.
+		listed, err := backend.ListTopics(ctx)
+		require.NoError(t, err)
+		require.Len(t, listed, 6)
+		for i := range 6 {
+			topic := prefix + "-topic-" + strconv.Itoa(i)
+			tag := "{" + prefix + ":" + topic + "}"
+			if format == streams.FormatWatermill {
+				tag = "{" + topic + "}"
+			}
+			require.NotZero(t, clusterKeys(t, client, tag+"*"))
+			require.NoError(t, backend.DeleteTopic(ctx, topic))
+			require.Zero(t, clusterKeys(t, client, tag+"*"), "%s topic %s", format, topic)
+			require.Zero(t, client.Exists(ctx, topic).Val())
+		}
 	}
+}
+
+// clusterKeys counts the keys matching pattern on every primary.
+func clusterKeys(t *testing.T, client *redis.ClusterClient, pattern string) int {
+	t.Helper()
+	var n atomic.Int64
+	require.NoError(t, client.ForEachMaster(context.Background(), func(ctx context.Context, node *redis.Client) error {
+		keys, err := node.Keys(ctx, pattern).Result()
+		n.Add(int64(len(keys)))
+		return err
+	}))
+	return int(n.Load())
 }
 
 func newMsg(payload string) *message.Message {

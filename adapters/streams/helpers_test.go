@@ -98,6 +98,14 @@ func unpadID(m string) string {
 	return strip(ms) + "-" + strip(seq)
 }
 
+// groupsOf lists the groups of topic's stream.
+func groupsOf(t *testing.T, e *env, topic string) []string {
+	t.Helper()
+	groups, err := e.b.Groups(e.Ctx, topic)
+	require.NoError(t, err)
+	return groups
+}
+
 func (e *env) xlen(key string) int64 {
 	e.T.Helper()
 	n, err := e.C.XLen(e.Ctx, key).Result()

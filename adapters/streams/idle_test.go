@@ -162,7 +162,7 @@ func TestIdleClaimIssuesOneXREADPerBlockAndOneScriptPerProbe(t *testing.T) {
 // The probe of an idle consumer runs two commands inside Redis besides its EVALSHA: the look
 // at the retries and the XREADGROUP. Counted on a server of its own by INFO commandstats,
 // which counts the commands scripts run.
-func TestIdleProbeRunsTwoCommandsInRedis(t *testing.T) {
+func TestIdleProbeRunsThreeCommandsInRedis(t *testing.T) {
 	t.Parallel()
 	server := redistest.Start(t, redistest.Options{})
 	e := newEnv(t)
@@ -186,7 +186,7 @@ func TestIdleProbeRunsTwoCommandsInRedis(t *testing.T) {
 	require.NoError(t, admin.ConfigResetStat(ctx).Err())
 	_, err = b.Claim(ctx, p)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{"evalsha": 1, "zrange": 1, "xreadgroup": 1, "xread": 1}, commandStats(t, admin))
+	require.Equal(t, map[string]int{"evalsha": 1, "sismember": 1, "zrange": 1, "xreadgroup": 1, "xread": 1}, commandStats(t, admin))
 }
 
 // commandStats reads INFO commandstats: calls by command, without the test's own.

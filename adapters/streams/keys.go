@@ -12,6 +12,10 @@ type topicKeys struct {
 	published string // STRING: the topic's publish counter
 	delayed   string // ZSET id -> due ms: entries published with a delay
 	deadRefs  string // HASH id -> number of groups keeping it as a dead letter
+	meta      string // HASH backlog_from: the entry ID after which the backlog starts
+	paused    string // SET of the paused groups
+	ephemeral string // ZSET group -> ms when its last membership runs out: the ephemeral groups
+	deleting  string // SET of the deleted groups whose dead letters are still being released
 }
 
 // groupKeys are relq's keys of one consumer group; the group itself lives in the stream.
@@ -26,6 +30,9 @@ type groupKeys struct {
 	counters    string // HASH: cumulative counters and published_base
 	wake        string // STREAM of its last entry: scripts that park deliveries append, to wake claims
 	reclaimFrom string // HASH consumer -> PEL entry ID: where Reclaim's walk of a large holder goes on
+	members     string // ZSET consumer -> membership deadline ms, of an ephemeral group
+	marks       string // ZSET padded id..":d" (deleted) or ":r" (run now) -> 0: unread entries an operator changed
+	deadGone    string // STREAM: a deleted group's dead letters, while their references are released
 	topic       topicKeys
 }
 
@@ -48,6 +55,10 @@ func (b *Backend) topicKeys(topic string) topicKeys {
 		published: keys.Join(base, "published"),
 		delayed:   keys.Join(base, "delayed"),
 		deadRefs:  keys.Join(base, "dead_refs"),
+		meta:      keys.Join(base, "meta"),
+		paused:    keys.Join(base, "paused"),
+		ephemeral: keys.Join(base, "ephemeral"),
+		deleting:  keys.Join(base, "deleting"),
 	}
 }
 
@@ -67,23 +78,42 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 		counters:    g("counters"),
 		wake:        g("wake"),
 		reclaimFrom: g("reclaim_from"),
+		members:     g("members"),
+		marks:       g("marks"),
+		deadGone:    g("dead_gone"),
 		topic:       tk,
 	}
 }
 
 // The KEYS lists of the scripts, in the order their headers give.
 
-func (k topicKeys) publishKeys(defaultCounters, batch string) []string {
-	return []string{k.stream, k.published, k.delayed, defaultCounters, batch}
+// all lists every key of the topic: those the topic's last group takes along.
+func (k topicKeys) all() []string {
+	return []string{k.stream, k.published, k.delayed, k.deadRefs, k.meta, k.paused, k.ephemeral, k.deleting}
 }
 
-func (k groupKeys) ensureGroupKeys() []string {
-	return []string{k.topic.stream, k.topic.published, k.counters}
+// own lists every key of the group, the tomb of its dead letters included.
+func (k groupKeys) own() []string {
+	return []string{k.retry, k.leases, k.pendingAt, k.counters, k.wake, k.reclaimFrom, k.members, k.marks,
+		k.dead, k.deadIndex, k.deadOrder, k.deadGone}
+}
+
+// topicAnd is the topic's keys (all) followed by more.
+func (k topicKeys) topicAnd(more ...string) []string {
+	return append(k.all(), more...)
+}
+
+func (k topicKeys) publishKeys(batch string) []string {
+	return k.topicAnd(batch)
+}
+
+func (k groupKeys) registerKeys() []string {
+	return k.topic.topicAnd(k.own()...)
 }
 
 func (k groupKeys) claimKeys() []string {
 	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.leases, k.pendingAt, k.topic.published, k.wake,
-		k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
+		k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder, k.topic.paused, k.marks}
 }
 
 func (k groupKeys) ackKeys() []string {
@@ -100,7 +130,7 @@ func (k groupKeys) extendKeys() []string {
 
 func (k groupKeys) reclaimKeys() []string {
 	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.leases, k.dead, k.deadIndex,
-		k.topic.deadRefs, k.topic.delayed, k.deadOrder, k.wake, k.reclaimFrom}
+		k.topic.deadRefs, k.topic.delayed, k.deadOrder, k.wake, k.reclaimFrom, k.topic.ephemeral, k.topic.deleting}
 }
 
 func (k groupKeys) deadLettersKeys() []string {
@@ -116,7 +146,7 @@ func (k groupKeys) purgeKeys() []string {
 }
 
 func (k groupKeys) statsKeys() []string {
-	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.topic.published, k.pendingAt, k.dead}
+	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.topic.published, k.pendingAt, k.dead, k.topic.paused}
 }
 
 func (k groupKeys) cleanupKeys() []string {
@@ -126,6 +156,11 @@ func (k groupKeys) cleanupKeys() []string {
 
 func (k groupKeys) injectKeys() []string {
 	return []string{k.topic.stream, k.topic.published, k.counters}
+}
+
+// inspectKeys are the keys the Admin scripts read and write of a group and its topic.
+func (k groupKeys) inspectKeys() []string {
+	return k.topic.topicAnd(k.retry, k.pendingAt, k.leases, k.dead, k.deadIndex, k.deadOrder, k.marks, k.wake)
 }
 
 // batchKey returns a new idempotency key for one Publish call (see publish.lua).

@@ -77,6 +77,14 @@ type Options struct {
 	// have not read for this long, so that consumer names of stopped processes do not pile up.
 	// Defaults to ConsumerIdleTimeoutDefault (1h); -1 keeps them.
 	ConsumerIdleTimeout time.Duration
+	// BacklogLimit bounds a topic's backlog (what is published while the stream has no
+	// group): each such publish trims the stream to about that many entries (XTRIM MAXLEN ~,
+	// whole nodes, so up to a node more). Defaults to pubsub.BacklogLimitDefault.
+	BacklogLimit int
+	// BacklogTTL is how long a backlog outlives the last publish to it while no group
+	// registers: those publishes set it as the expiry of the topic's keys. Defaults to
+	// pubsub.BacklogTTLDefault.
+	BacklogTTL time.Duration
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -92,6 +100,12 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = BatchSizeDefault
+	}
+	if o.BacklogLimit == 0 {
+		o.BacklogLimit = pubsub.BacklogLimitDefault
+	}
+	if o.BacklogTTL == 0 {
+		o.BacklogTTL = pubsub.BacklogTTLDefault
 	}
 	if o.ConsumerIdleTimeout == 0 {
 		o.ConsumerIdleTimeout = ConsumerIdleTimeoutDefault
@@ -117,6 +131,10 @@ func (o Options) validate() error {
 		return &pubsub.ConfigError{Field: "MaxAge", Reason: "must not be negative"}
 	case o.MaxLen > 0 && o.MaxAge > 0:
 		return &pubsub.ConfigError{Field: "MaxAge", Reason: "cannot be set together with MaxLen"}
+	case o.BacklogLimit < 0:
+		return &pubsub.ConfigError{Field: "BacklogLimit", Reason: "must not be negative"}
+	case o.BacklogTTL < 0:
+		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
 	}
 	return backendkit.ValidateBatchSize(o.BatchSize)
 }

@@ -10,9 +10,14 @@ import (
 
 // Publish appends the batch to the topic's stream in one publish.lua call and returns the
 // entry IDs, which are the delivery IDs. Every consumer group of the stream receives every
-// entry; a stream without a group gets pubsub.DefaultGroup first, reading from its oldest
-// entry, so nothing published is dropped. A delayed message is appended at once and parked by
-// each group that reads it until it is due.
+// entry. While the stream has no group the entries are the topic's backlog (see
+// pubsub.BacklogLimitDefault), bounded by Options.BacklogLimit and BacklogTTL, which the
+// first group registered takes. A delayed message is appended at once and parked by each
+// group that reads it until it is due.
+//
+// When the script reports an ephemeral group of the topic whose members all expired, or a
+// group delete left unfinished, Publish finishes it after the batch is stored; an error there
+// is not the publish's (the next publish or Reclaim tries again).
 func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string, error) {
 	if err := b.check(ctx, "topic", p.Topic); err != nil {
 		return nil, err
@@ -33,8 +38,8 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey
 	case b.opts.MaxAge > 0:
 		trim, trimArg = "MINID", backendkit.Millis(b.opts.MaxAge)
 	}
-	args := make([]any, 0, 4+len(names)+len(p.Messages)*(1+len(names)))
-	args = append(args, pubsub.DefaultGroup, trim, trimArg, len(names))
+	args := make([]any, 0, 5+len(names)+len(p.Messages)*(1+len(names)))
+	args = append(args, trim, trimArg, b.opts.BacklogLimit, backendkit.Millis(b.opts.BacklogTTL), len(names))
 	for _, n := range names {
 		args = append(args, n)
 	}
@@ -43,24 +48,29 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey
 		args = append(args, b.codec.values(m.Envelope)...)
 	}
 	tk := b.topicKeys(p.Topic)
-	dk := b.groupKeys(p.Topic, pubsub.DefaultGroup)
-	ids, err := publishScript.Run(ctx, b.client, tk.publishKeys(dk.counters, batchKey), args...).StringSlice()
-	return ids, backendkit.RedisFull(err)
+	res, err := publishScript.Run(ctx, b.client, tk.publishKeys(batchKey), args...).Slice()
+	if err != nil {
+		return nil, backendkit.RedisFull(err)
+	}
+	b.tidy(ctx, p.Topic, toStrings(res[1]))
+	return toStrings(res[0]), nil
 }
 
-// EnsureGroup creates the consumer group on the topic's stream (and the stream), unless it
-// exists: from the oldest retained entry when p.FromOldest (XGROUP CREATE ... 0), else from
-// the next one ($). An existing group is left as it is.
+// EnsureGroup registers a durable consumer group on the topic's stream (and the stream),
+// unless it exists, ephemeral or durable: the topic's first group takes the backlog,
+// whatever p.FromOldest says; another group starts from the oldest retained entry when
+// p.FromOldest (XGROUP CREATE ... 0), else from the next one ($). An existing group is left
+// as it is.
 func (b *Backend) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) error {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return err
 	}
-	start := "$"
+	fromOldest := "0"
 	if p.FromOldest {
-		start = "0"
+		fromOldest = "1"
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	return backendkit.RedisFull(ensureGroupScript.Run(ctx, b.client, k.ensureGroupKeys(), p.Group, start).Err())
+	return backendkit.RedisFull(ensureGroupScript.Run(ctx, b.client, k.registerKeys(), p.Group, fromOldest).Err())
 }
 
 // Groups lists the consumer groups of the topic's stream, sorted: relq's and any other

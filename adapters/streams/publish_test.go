@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestPublishAppendsABatchWithOneTimeAndCreatesTheDefaultGroup(t *testing.T) {
+func TestPublishAppendsABatchWithOneTimeToTheBacklogOfATopicWithoutGroups(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := e.Publish("t", "a", "b", "c")
@@ -32,25 +32,18 @@ func TestPublishAppendsABatchWithOneTimeAndCreatesTheDefaultGroup(t *testing.T) 
 		require.Equal(t, adaptertest.Envelope([]string{"a", "b", "c"}[i]), env)
 	}
 
-	// No group existed: the default group reads from the oldest entry, so it has all three.
-	groups, err := e.b.Groups(e.Ctx, "t")
+	// No group existed, and a publish registers none: the entries are the backlog.
+	require.Empty(t, groupsOf(t, e, "t"))
+	require.Equal(t, []string{"published", "stream"}, e.Keys("t"))
+	info, err := e.b.Topic(e.Ctx, "t")
 	require.NoError(t, err)
-	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
-	require.Equal(t, counts{Ready: 3}, e.counts("t", pubsub.DefaultGroup))
-	require.Equal(t, int64(3), e.Stats("t", pubsub.DefaultGroup).Counters.Published)
-	require.Equal(t, []string{"g:default:counters", "published", "stream"}, e.Keys("t"))
-
-	// With a group registered, a publish creates none.
-	e.EnsureGroup("u", "g")
-	e.Publish("u", "x")
-	groups, err = e.b.Groups(e.Ctx, "u")
-	require.NoError(t, err)
-	require.Equal(t, []string{"g"}, groups)
+	require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{}, Backlog: 3}, info)
 }
 
 func TestNewGroupStartsWithTheNextPublishOrReplaysFromTheOldest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.EnsureGroup("t", "first")
 	old := e.Publish("t", "old")
 	e.EnsureGroup("t", "new")
 	e.EnsureGroupFromOldest("t", "replay")
@@ -62,12 +55,8 @@ func TestNewGroupStartsWithTheNextPublishOrReplaysFromTheOldest(t *testing.T) {
 	require.Equal(t, int64(1), e.Stats("t", "new").Counters.Published)
 	require.Equal(t, int64(2), e.Stats("t", "replay").Counters.Published, "the replayed entry was routed to the group")
 
-	groups, err := e.b.Groups(e.Ctx, "t")
-	require.NoError(t, err)
-	require.Equal(t, []string{"default", "new", "replay"}, groups)
-	groups, err = e.b.Groups(e.Ctx, "nothing-here")
-	require.NoError(t, err)
-	require.Empty(t, groups)
+	require.Equal(t, []string{"first", "new", "replay"}, groupsOf(t, e, "t"))
+	require.Empty(t, groupsOf(t, e, "nothing-here"))
 }
 
 func TestPublishTrimsToMaxLenApproximately(t *testing.T) {
@@ -105,6 +94,7 @@ func TestWatermillFormatUsesTheBareTopicAndItsFields(t *testing.T) {
 	}
 	published, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
 	require.NoError(t, err)
+	e.EnsureGroup(topic, pubsub.DefaultGroup) // the first group: it takes the backlog
 
 	k := e.gk(topic, pubsub.DefaultGroup)
 	require.Equal(t, topic, k.topic.stream)

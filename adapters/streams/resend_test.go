@@ -12,6 +12,7 @@ import (
 func TestPublishResentWithItsBatchKeyStoresOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.EnsureGroup("orders", pubsub.DefaultGroup)
 	adaptertest.PublishResentStoresOnce(t, e.Env, func() string { return e.tk("orders").batchKey() },
 		func(p *pubsub.PublishParams, batch string) ([]string, error) { return e.b.publish(e.Ctx, p, batch) })
 }

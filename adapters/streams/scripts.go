@@ -10,9 +10,10 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// Every state change of this backend is one of these scripts. Each is internal/luakit's
-// common.lua, then lua/lib.lua (helpers, no keys of their own), then the verb's file, whose
-// header names its KEYS and ARGV. redis.Script runs EVALSHA and falls back to EVAL on NOSCRIPT.
+// Every state change of this backend is one of these scripts. Each is the verb's file, whose
+// header names its KEYS and ARGV, preceded by the helpers it uses of internal/luakit's
+// common.lua and lua/lib.lua (luakit.Link). redis.Script runs EVALSHA and falls back to EVAL
+// on NOSCRIPT.
 var (
 	publishScript     = script("publish")
 	ensureGroupScript = script("ensuregroup")
@@ -27,8 +28,26 @@ var (
 	statsScript       = script("stats")
 	cleanupScript     = script("cleanup")
 	injectScript      = script("inject")
+	joinScript        = script("join")
+	unregisterScript  = script("unregister")
+	releaseScript     = script("release")
+	dropTopicScript   = script("droptopic")
+	topicScript       = script("topic")
+	pauseScript       = script("pause")
+	messagesScript    = script("messages")
+	messageScript     = script("message")
+	deleteMsgScript   = script("deletemessage")
+	runMsgScript      = script("runmessage")
 )
 
 func script(name string) *redis.Script {
-	return luakit.Script(luaFiles, name)
+	return redis.NewScript(luakit.Link(read("lua/"+name+".lua"), luakit.Common(), read("lua/lib.lua"), read("lua/inspect.lua")))
+}
+
+func read(name string) string {
+	b, err := luaFiles.ReadFile(name)
+	if err != nil {
+		panic(err) // a missing embedded file is a build mistake
+	}
+	return string(b)
 }

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/relq/relq/internal/backendkit"
@@ -63,6 +64,10 @@ func (b *Backend) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string,
 //
 // Delayed messages need no promotion here: a due retry is claimable as it is, so Promoted and
 // Orphans are always zero.
+//
+// Reclaim also deletes the topic's ephemeral groups whose members all expired, and finishes
+// group deletes left unfinished (see DeleteGroup). On a group that is not registered it
+// writes nothing and returns zeros.
 func (b *Backend) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.ReclaimResult, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return pubsub.ReclaimResult{}, err
@@ -80,12 +85,14 @@ func (b *Backend) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.
 		idle = backendkit.Millis(b.opts.ConsumerIdleTimeout)
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	n, err := backendkit.Ints(reclaimScript.Run(ctx, b.client, k.reclaimKeys(),
+	reply, err := reclaimScript.Run(ctx, b.client, k.reclaimKeys(),
 		p.Group, ParkedConsumer, max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count, p.Topic, idle,
-		reclaimWindow).Slice())
+		reclaimWindow).Slice()
 	if err != nil {
 		return pubsub.ReclaimResult{}, err
 	}
+	b.tidy(ctx, p.Topic, slices.DeleteFunc(toStrings(reply[5:7]), func(g string) bool { return g == "" }))
+	n, _ := backendkit.Ints(reply[:5], nil)
 	res := pubsub.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1])}
 	switch {
 	case n[4] == 1:

@@ -46,5 +46,6 @@ func (b *Backend) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stat
 		}
 	}
 	s.Counters.Published = max(backendkit.Int(res[7])-base, 0)
+	s.Paused = backendkit.Int(res[8]) == 1
 	return s, nil
 }

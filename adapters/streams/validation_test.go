@@ -28,7 +28,8 @@ func TestOptions(t *testing.T) {
 	b, err := New(c, Options{})
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, Format: FormatNative, Retention: RetainUntilTrimmed,
-		BatchSize: BatchSizeDefault, ConsumerIdleTimeout: ConsumerIdleTimeoutDefault}, b.opts)
+		BatchSize: BatchSizeDefault, ConsumerIdleTimeout: ConsumerIdleTimeoutDefault,
+		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault}, b.opts)
 	require.Equal(t, "streams", b.Name())
 	require.Equal(t, pubsub.Capabilities{FIFO: true, NewGroupReplay: true, OnTimeDelay: true, DueOrder: true}, b.Capabilities())
 	b, err = New(c, Options{ConsumerIdleTimeout: -5})
@@ -36,11 +37,13 @@ func TestOptions(t *testing.T) {
 	require.Equal(t, time.Duration(-1), b.opts.ConsumerIdleTimeout)
 
 	for field, o := range map[string]Options{
-		"Format":    {Format: "json"},
-		"Retention": {Retention: "forever"},
-		"MaxLen":    {MaxLen: -1},
-		"MaxAge":    {MaxLen: 10, MaxAge: time.Hour},
-		"BatchSize": {BatchSize: -1},
+		"Format":       {Format: "json"},
+		"Retention":    {Retention: "forever"},
+		"MaxLen":       {MaxLen: -1},
+		"MaxAge":       {MaxLen: 10, MaxAge: time.Hour},
+		"BatchSize":    {BatchSize: -1},
+		"BacklogLimit": {BacklogLimit: -1},
+		"BacklogTTL":   {BacklogTTL: -time.Second},
 	} {
 		_, err = New(c, o)
 		var ce *pubsub.ConfigError

@@ -15,7 +15,8 @@
 -- parking consumer holds the retries; what the acking consumer holds has no schedule).
 -- Returns {acked, stale}. An item is stale when it is not pending (acked already, or
 -- dead-lettered) or when the consumer no longer holds that attempt (another consumer or the
--- parking consumer has it); a pending stale item is still acked.
+-- parking consumer has it); a pending stale item is still acked. On a group that is not
+-- registered every item is stale and nothing is written: no key of a deleted group comes back.
 
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
   dead_refs = KEYS[5], group = ARGV[1]}
@@ -23,7 +24,8 @@ drain_ok(k.counters)
 local consumer = ARGV[2]
 local ids = {}
 for i = 4, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
-local pel = pel_of(k, ids, consumer)
+local pel, gone = pel_of(k, ids, consumer)
+if gone then return {0, #ids} end
 
 local stale = 0
 local done, others, seen = {}, {}, {}

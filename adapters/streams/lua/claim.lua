@@ -16,9 +16,10 @@
 -- Per call, not per entry: one ZRANGE of the first N retries (the due ones and the earliest
 -- not due), one ZMSCORE of due times per page read (none while the topic has no delayed
 -- entry), one XCLAIM and one ZADD for all it parks, one ZREM, one XPENDING and one XCLAIM per
--- attempt count for the due retries, and one ZADD of pending_at. A claim of an idle consumer
--- (no retry, nothing unread) runs two commands: that ZRANGE and the XREADGROUP; TIME only
--- when a retry or an entry needs it, XINFO GROUPS only when the caller knows no position.
+-- attempt count for the due retries, one ZADD of pending_at, and one PTTL of the stream (see
+-- keep_ttl). A claim of an idle consumer (no retry, nothing unread) runs three commands: the
+-- SISMEMBER of the paused groups, that ZRANGE and the XREADGROUP; TIME only when a retry or
+-- an entry needs it, XINFO GROUPS only when the caller knows no position.
 --
 -- KEYS[1] -> stream (STREAM)
 -- KEYS[2] -> retry (ZSET padded id -> due ms) the group's parked deliveries
@@ -26,10 +27,13 @@
 -- KEYS[4] -> counters (HASH) the group's
 -- KEYS[5] -> leases (HASH consumer -> lease ms) the group's
 -- KEYS[6] -> pending_at (ZSET id -> claimed at ms) the group's
--- KEYS[7] -> published (STRING) the topic's publish counter (to create a missing group)
+-- KEYS[7] -> published (STRING) the topic's publish counter
 -- KEYS[8] -> wake (STREAM) the group's wake-up stream (see wake in lib.lua)
 -- KEYS[9..12] -> dead (STREAM), dead_index (HASH), dead_refs (HASH, the topic's), dead_order
 --                (ZSET): the dead-letter store, for retries whose entry is gone (see bury)
+-- KEYS[13] -> paused (SET) the topic's paused groups
+-- KEYS[14] -> marks (ZSET) the group's: unread entries deleted (':d') or made due (':r') by
+--             an operator
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> the parking consumer's name
@@ -41,17 +45,24 @@
 --            call reads nothing, instead of the group's last-delivered-id
 -- ARGV[8] -> '1' to return the wake-up stream's last ID, '0' when the caller knows it
 -- ARGV[9] -> topic (recorded with dead letters)
+-- ARGV[10] -> '1': delete-on-ack retention (for entries deleted unread)
 -- Returns {wait, last, wake, id1, attempt1, fields1, id2, ...}: with nothing claimed, wait is
 -- the ms until the earliest retry is due (-1: none, 0: call again at once), last a stream
 -- position after which a new entry is worth waiting for (XREAD BLOCK; no unread entry lies
 -- after it), and wake the wake-up stream's last ID ('0-0': none yet; '' when not asked);
 -- otherwise wait is -1 and last and wake ''. fields is the entry's flat field/value list.
+-- A paused group claims nothing: {-2, '', ''}. A group that is not registered (deleted, or
+-- its stream gone) fails with an error reply starting 'NOGROUP relq:', and nothing is written.
+--
+-- An unread entry an operator deleted (marks ':d') is acked when read, never delivered; one
+-- made due (':r') is due at its publish time. Marks up to the group's new position go.
 
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
   leases = KEYS[5], pending = KEYS[6], published = KEYS[7], wake = KEYS[8], dead = KEYS[9],
-  dead_index = KEYS[10], dead_refs = KEYS[11], dead_order = KEYS[12], group = ARGV[1],
-  parked = ARGV[3], topic = ARGV[9]}
+  dead_index = KEYS[10], dead_refs = KEYS[11], dead_order = KEYS[12], paused = KEYS[13],
+  marks = KEYS[14], group = ARGV[1], parked = ARGV[3], topic = ARGV[9]}
 local consumer, n, scan = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6])
+if redis.call('SISMEMBER', k.paused, k.group) == 1 then return {-2, '', ''} end
 
 -- The clock is read when something needs it: an idle claim has nothing to compare.
 local now
@@ -96,29 +107,41 @@ local function keep()
   end
 end
 
-local read, last, again, delayed_n = 0, nil, false, nil
+local read, last, again, delayed_n, marked = 0, nil, false, nil, nil
+local dropped = {}
 while true do
   local r = redis.pcall('XREADGROUP', 'GROUP', k.group, consumer, 'COUNT', n, 'STREAMS', k.stream, '>')
   if type(r) == 'table' and r.err then
-    if not string.find(r.err, 'NOGROUP', 1, true) then error(r) end
-    -- The group is gone (or was never created): recreate it for new entries.
-    create_group(k, '$')
-    r = false
+    if string.find(r.err, 'NOGROUP', 1, true) then return redis.error_reply('NOGROUP relq: group deleted') end
+    error(r)
   end
   if not r then break end
   local entries = r[1][2]
-  -- One ZMSCORE per page for the due times of delayed entries, none when nothing is delayed.
-  if delayed_n == nil then delayed_n = prune_delayed(k, clock()) end
-  local dues = {}
-  if delayed_n > 0 then
-    local ids = {}
-    for i, e in ipairs(entries) do ids[i] = e[1] end
-    dues = call_ids('ZMSCORE', k.delayed, {}, ids)
+  -- One ZMSCORE per page for the due times of delayed entries, none when nothing is delayed;
+  -- one for the marks, none when the group has none.
+  if delayed_n == nil then
+    delayed_n = prune_delayed(k, clock())
+    marked = redis.call('EXISTS', k.marks) == 1
+  end
+  local ids = {}
+  for i, e in ipairs(entries) do ids[i] = e[1] end
+  local dues, marks = {}, {}
+  if delayed_n > 0 then dues = call_ids('ZMSCORE', k.delayed, {}, ids) end
+  if marked then
+    local m = {}
+    for _, id in ipairs(ids) do
+      m[#m + 1] = pad(id) .. ':d'
+      m[#m + 1] = pad(id) .. ':r'
+    end
+    marks = call_ids('ZMSCORE', k.marks, {}, m)
   end
   for i, e in ipairs(entries) do
     local id = e[1]
     local d = dues[i] and tonumber(dues[i]) or published_at(id, now)
-    if d > now then
+    if marks[2 * i] then d = published_at(id, now) end
+    if marks[2 * i - 1] then
+      dropped[#dropped + 1] = id
+    elseif d > now then
       to_park(id, d)
     else
       cands[#cands + 1] = {key = pad(id), due = d, id = id, fields = e[2]}
@@ -139,6 +162,17 @@ end
 -- Read, so pending under this consumer: parked with delivery count 0, the first delivery
 -- will be attempt 1.
 park(k, park_ids, park_at, 0)
+if #dropped > 0 then
+  call_ids('XACK', k.stream, {k.group}, dropped)
+  if ARGV[10] == '1' then
+    local others = {}
+    for _, g in ipairs(groups_of(k)) do
+      if g.name ~= k.group then others[#others + 1] = g end
+    end
+    xdel(k, unneeded(k, dropped, others))
+  end
+end
+if marked and last then redis.call('ZREMRANGEBYLEX', k.marks, '-', '[' .. pad(last) .. ':~') end
 
 -- Due retries: the parking consumer must still hold them (else a stale schedule: acked, or
 -- taken by another program meanwhile). One ZREM of their schedules, one XPENDING, and one
@@ -210,8 +244,10 @@ if #at > 0 then
   redis.call('HSET', k.leases, consumer, ARGV[5])
   call_chunked('ZADD', k.pending, at, 2)
   redis.call('HINCRBY', k.counters, 'claimed', #at / 2)
+  keep_ttl(k, {k.leases, k.pending, k.retry})
   return out
 end
+if #park_ids > 0 then keep_ttl(k, {k.retry}) end
 if again then
   out[1] = 0
   return out

@@ -52,5 +52,8 @@ for _, c in ipairs(consumers) do
     end
   end
 end
-if moved > 0 then wake(k) end
+if moved > 0 then
+  wake(k)
+  keep_ttl(k, {k.retry, k.wake, k.dead, k.dead_index, k.dead_order, k.dead_refs})
+end
 return {removed, moved, left <= 0 and 1 or 0}

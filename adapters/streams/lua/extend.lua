@@ -10,15 +10,18 @@
 -- ARGV[3] -> lease in ms
 -- ARGV[4+2i], ARGV[5+2i] -> item i: id, attempt
 -- Per call: one XPENDING of the consumer's entries (see pel_of) and one XCLAIM.
--- Returns the ids the consumer no longer holds.
+-- Returns the ids the consumer no longer holds: all of them, with nothing written, on a group
+-- that is not registered.
 
 local k = {stream = KEYS[1], leases = KEYS[2], group = ARGV[1]}
 drain_ok(k.leases)
 local consumer = ARGV[2]
-redis.call('HSET', k.leases, consumer, ARGV[3])
 local ids = {}
 for i = 4, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
-local pel = pel_of(k, ids, consumer)
+local pel, gone = pel_of(k, ids, consumer)
+if gone then return ids end
+redis.call('HSET', k.leases, consumer, ARGV[3])
+keep_ttl(k, {k.leases})
 local held, added = {}, {}
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]

@@ -9,7 +9,7 @@
 -- Returns the entry's ID.
 
 local k = {stream = KEYS[1], published = KEYS[2], counters = KEYS[3], group = ARGV[1]}
-create_group(k, '$')
+create_group(k, '$', 0)
 local id = redis.call('XADD', k.stream, '*', unpack(ARGV, 2))
 redis.call('INCR', k.published)
 return id

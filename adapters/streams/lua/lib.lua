@@ -1,8 +1,33 @@
--- lib.lua: helpers prepended to every script of the streams adapter (see scripts.go), after
--- internal/luakit's common.lua (now_ms, call_chunked). It declares no keys: every helper takes
--- key names that the calling script received in KEYS, gathered in a table k (k.stream,
--- k.retry, ...), with the group name (k.group) and the parking consumer's name (k.parked)
--- from ARGV.
+-- lib.lua: helpers of the scripts of the streams adapter, linked into each script that uses
+-- them (see scripts.go), after internal/luakit's common.lua (now_ms, call_chunked). It
+-- declares no keys: every helper takes key names that the calling script received in KEYS,
+-- gathered in a table k (k.stream, k.retry, ...), with the group name (k.group) and the
+-- parking consumer's name (k.parked) from ARGV.
+
+-- topic_keys gathers the topic's keys, KEYS[1..8] in the order of keys.go's topicKeys.all;
+-- group_keys adds a group's own keys from KEYS[i..] (groupKeys.own).
+local function topic_keys()
+  return {stream = KEYS[1], published = KEYS[2], delayed = KEYS[3], dead_refs = KEYS[4],
+    meta = KEYS[5], paused = KEYS[6], ephemeral = KEYS[7], deleting = KEYS[8]}
+end
+
+local group_fields = {'retry', 'leases', 'pending', 'counters', 'wake', 'reclaim_from', 'members',
+  'marks', 'dead', 'dead_index', 'dead_order', 'dead_gone'}
+
+local function group_keys(k, i)
+  for j, f in ipairs(group_fields) do k[f] = KEYS[i + j - 1] end
+  return k
+end
+
+-- keep_ttl gives keys the stream's time to live, when it has one: the keys of a topic whose
+-- groups are all ephemeral (or that holds a backlog only) expire together, so a key that a
+-- script creates after Join set the others' expiry must expire with them. One PTTL per call;
+-- no more while the stream lives for good.
+local function keep_ttl(k, keys)
+  local ttl = redis.call('PTTL', k.stream)
+  if ttl <= 0 then return end
+  for _, key in ipairs(keys) do redis.call('PEXPIRE', key, ttl) end
+end
 
 -- Entry IDs are "<ms>-<seq>". Both parts are compared as decimal strings (length, then
 -- bytes), which is exact for any 64-bit value, where Lua numbers are doubles.
@@ -104,7 +129,7 @@ local function pending(k, id)
 end
 
 -- pel_of is pending for a batch: a table id -> {consumer, delivery count} of the ids that are
--- pending in the group. One XPENDING reads the range the ids span, only consumer's entries
+-- pending in the group, and true as a second value when the group is not registered. One XPENDING reads the range the ids span, only consumer's entries
 -- when consumer is given, up to 2 entries per id (and 16 more); an id that read cannot settle
 -- (not found among consumer's: another consumer may hold it; or, with no consumer, beyond
 -- where the read stopped) is asked alone. So a batch that one consumer holds costs one
@@ -132,8 +157,10 @@ local function pel_of(k, ids, consumer)
   else
     r = redis.pcall('XPENDING', k.stream, k.group, lo, hi, limit)
   end
-  if type(r) ~= 'table' or r.err then
-    -- No group, or an ID Redis cannot parse: ask each, which settles both.
+  if r.err then
+    -- The group is not registered: the caller writes nothing.
+    if string.find(r.err, 'NOGROUP', 1, true) then return out, true end
+    -- An ID Redis cannot parse: ask each, which settles it.
     if not consumer then return out end
     r = {}
   end
@@ -228,6 +255,15 @@ local function park(k, ids, scores, count)
   return #z / 2
 end
 
+-- drop_refs drops one dead-letter reference (k.dead_refs) to each of ids.
+local function drop_refs(k, ids)
+  for _, id in ipairs(ids) do
+    if redis.call('HINCRBY', k.dead_refs, id, -1) <= 0 then
+      redis.call('HDEL', k.dead_refs, id)
+    end
+  end
+end
+
 -- forget removes dead letters, each {id, dead-letter entry id}, from the group's dead-letter
 -- stream and its dead_index and dead_order, and drops the group's dead-letter reference to
 -- each id (k.dead_refs).
@@ -238,29 +274,24 @@ local function forget(k, dls)
     ids[#ids + 1] = d[1]
     entries[#entries + 1] = d[2]
     members[#members + 1] = pad(d[2])
-    if redis.call('HINCRBY', k.dead_refs, d[1], -1) <= 0 then
-      redis.call('HDEL', k.dead_refs, d[1])
-    end
   end
+  drop_refs(k, ids)
   call_ids('XDEL', k.dead, {}, entries)
   call_ids('HDEL', k.dead_index, {}, ids)
   call_ids('ZREM', k.dead_order, {}, members)
 end
 
--- create_group creates k.group at start ('0': every retained entry; '$': new ones only),
--- with the stream if missing, and records the topic's publish counter as the group's base,
--- so that its "published" counter counts what was routed to it. Returns 1 when created,
--- 0 when the group existed.
-local function create_group(k, start)
-  local r = redis.pcall('XGROUP', 'CREATE', k.stream, k.group, start, 'MKSTREAM')
-  if type(r) == 'table' and r.err then
-    if string.find(r.err, 'BUSYGROUP', 1, true) then return 0 end
-    error(r)
+-- release_dead deletes up to count of the oldest dead letters of the dead-letter stream key
+-- (a deleted group's) and drops their references; it returns their entry IDs.
+local function release_dead(k, key, count)
+  local ids, entries = {}, {}
+  for _, e in ipairs(redis.call('XRANGE', key, '-', '+', 'COUNT', count)) do
+    entries[#entries + 1] = e[1]
+    ids[#ids + 1] = e[2][2]
   end
-  local base = tonumber(redis.call('GET', k.published) or '0')
-  if start == '0' then base = base - redis.call('XLEN', k.stream) end
-  redis.call('HSET', k.counters, 'published_base', base)
-  return 1
+  drop_refs(k, ids)
+  call_ids('XDEL', key, {}, entries)
+  return ids
 end
 
 -- groups_of lists every consumer group of the stream, relq's or not, with its
@@ -275,6 +306,101 @@ local function groups_of(k)
     out[#out + 1] = {name = t['name'], last = t['last-delivered-id']}
   end
   return out
+end
+
+-- find_group returns the group k.group among the stream's groups ({name, last}), or nil,
+-- and all of them.
+local function find_group(k)
+  local groups = groups_of(k)
+  for _, g in ipairs(groups) do
+    if g.name == k.group then return g, groups end
+  end
+  return nil, groups
+end
+
+-- backlog_size counts the entries after where the backlog starts (meta backlog_from; the
+-- stream's start if none): what the topic's first group takes. Entries up to backlog_from
+-- were consumed by deleted groups and wait for their trim (release.lua), which leaves none
+-- once done; up to 1,000 of them are counted out, so the size is exact until then too.
+-- Returns the size and backlog_from.
+local function backlog_size(k)
+  local n = redis.call('XLEN', k.stream)
+  local from = redis.call('HGET', k.meta, 'backlog_from')
+  if not from or n == 0 then return n, from end
+  return n - #redis.call('XRANGE', k.stream, '-', from, 'COUNT', 1000), from
+end
+
+-- create_group creates k.group at start ('0': every retained entry; '$': new ones only; an
+-- ID: the entries after it), with the stream if missing, and records the topic's publish
+-- counter (created if missing: it marks the topic, see topics.go) less replay, the entries the
+-- group can read already, as the group's base, so that its "published" counter counts what
+-- was routed to it. entries_read, when given, tells Redis 7 how many entries come before
+-- start, so that it knows the group's lag (6.2 has no such option: created without).
+local function create_group(k, start, replay, entries_read)
+  local r
+  if entries_read then
+    r = redis.pcall('XGROUP', 'CREATE', k.stream, k.group, start, 'MKSTREAM', 'ENTRIESREAD', entries_read)
+  end
+  if not r or (type(r) == 'table' and r.err and not string.find(r.err, 'BUSYGROUP', 1, true)) then
+    r = redis.pcall('XGROUP', 'CREATE', k.stream, k.group, start, 'MKSTREAM')
+  end
+  if type(r) == 'table' and r.err then
+    if string.find(r.err, 'BUSYGROUP', 1, true) then return 0 end
+    error(r)
+  end
+  local base = tonumber(redis.call('INCRBY', k.published, 0))
+  redis.call('HSET', k.counters, 'published_base', base - replay)
+  return 1
+end
+
+-- register creates k.group unless the stream has it. The topic's first group (the stream has
+-- none) takes the backlog: it starts where the backlog starts, whatever from_oldest says.
+-- Any other group starts at the oldest retained entry (from_oldest) or with the next one.
+-- Returns 1 when it created the group, 0 when it existed, and the stream's groups before.
+local function register(k, from_oldest)
+  local me, groups = find_group(k)
+  if me then return 0, groups end
+  if #groups > 0 then
+    if from_oldest then
+      create_group(k, '0', redis.call('XLEN', k.stream))
+    else
+      create_group(k, '$', 0)
+    end
+    return 1, groups
+  end
+  local size, from = backlog_size(k)
+  local entries_read
+  if size > 0 and size == redis.call('XLEN', k.stream) then
+    -- The stream holds the backlog only: the entries before it are all those added but it.
+    local info = redis.pcall('XINFO', 'STREAM', k.stream)
+    if type(info) == 'table' and not info.err then
+      for i = 1, #info, 2 do
+        if info[i] == 'entries-added' then entries_read = tonumber(info[i + 1]) - size end
+      end
+    end
+  end
+  create_group(k, from or '0', size, entries_read)
+  return 1, groups
+end
+
+-- settle_topic runs when the topic has no group left. What it holds after backlog_from is
+-- its backlog; with none, and no deleted group's dead letters still being released, the
+-- topic goes: every key of it is unlinked. A backlog expires ttl ms from now (a publish sets
+-- it again). Returns 1 when entries consumed by deleted groups wait for their trim, else 0,
+-- and true when the topic went.
+local function settle_topic(k, ttl)
+  local from = redis.call('HGET', k.meta, 'backlog_from')
+  local after = from and ('(' .. from) or '-'
+  if not redis.call('XRANGE', k.stream, after, '+', 'COUNT', 1)[1] then
+    if redis.call('SCARD', k.deleting) == 0 then
+      redis.call('UNLINK', k.stream, k.published, k.delayed, k.dead_refs, k.meta, k.paused, k.ephemeral, k.deleting)
+      return 0, true
+    end
+  else
+    for _, key in ipairs({k.stream, k.published, k.delayed, k.meta}) do redis.call('PEXPIRE', key, ttl) end
+  end
+  if from and redis.call('XRANGE', k.stream, '-', from, 'COUNT', 1)[1] then return 1, false end
+  return 0, false
 end
 
 -- unneeded returns those of ids that no group needs any more (delete-on-ack): every group of

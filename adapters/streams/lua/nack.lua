@@ -26,7 +26,8 @@
 -- Per call: one XPENDING of the consumer's entries (see pel_of), one XCLAIM for the retries
 -- and one per attempt among the releases, one ZADD of schedules, one ZREM of pending_at; a
 -- dead letter costs its own XRANGE and XADD; one XADD wakes blocked claims when it parked any.
--- Returns {requeued, dead_lettered, stale}.
+-- Returns {requeued, dead_lettered, stale}. On a group that is not registered every item is
+-- stale and nothing is written.
 
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
   dead = KEYS[5], dead_index = KEYS[6], dead_refs = KEYS[7], dead_order = KEYS[8], wake = KEYS[9],
@@ -36,7 +37,8 @@ local consumer, max = ARGV[2], tonumber(ARGV[4])
 local now = now_ms()
 local ids = {}
 for i = 6, #ARGV, 5 do ids[#ids + 1] = ARGV[i] end
-local pel = pel_of(k, ids, consumer)
+local pel, gone = pel_of(k, ids, consumer)
+if gone then return {0, 0, #ids} end
 
 local stale, nacked = 0, 0
 local held, seen = {}, {}
@@ -72,6 +74,7 @@ local parked = park(k, retry_ids, retry_at)
 for count, r in pairs(releases) do parked = parked + park(k, r[1], r[2], count) end
 if parked > 0 then wake(k) end
 bury(k, dead, now)
+if parked > 0 or #dead > 0 then keep_ttl(k, {k.retry, k.wake, k.dead, k.dead_index, k.dead_order, k.dead_refs}) end
 call_ids('ZREM', k.pending, {}, held)
 if nacked > 0 then redis.call('HINCRBY', k.counters, 'nacked', nacked) end
 if #dead > 0 then redis.call('HINCRBY', k.counters, 'dead_lettered', #dead) end

@@ -1,40 +1,44 @@
 -- publish.lua: append a batch of messages to a topic's stream, in one round trip.
 --
--- Every consumer group of the stream receives every entry. When the stream has no group yet,
--- the default group is created first, from the oldest entry, so nothing published is dropped.
+-- Every consumer group of the stream receives every entry. While the stream has no group the
+-- entries are the topic's backlog, which the first group registered takes (register in
+-- lib.lua): the stream is trimmed to about the backlog limit (XTRIM MAXLEN ~, whole nodes)
+-- and the topic's keys expire the backlog's ttl after this publish.
 -- The first entry gets an automatic ID ("<ms>-<seq>"); the others get the same ms and the
 -- following seqs, so the batch shares one publish time, which delays count from: a delayed
 -- message's due time (ms + delay) goes to the topic's delayed ZSET (one ZADD per call), and
 -- readers park it until then.
 --
--- KEYS[1] -> stream (STREAM)
--- KEYS[2] -> published (STRING) the topic's publish counter
--- KEYS[3] -> delayed (ZSET id -> due ms) the topic's delayed entries
--- KEYS[4] -> the default group's counters (HASH)
--- KEYS[5] -> this Publish call's batch key (STRING, 1 min TTL): its IDs, so that a resend of
+-- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys): stream, published, delayed, ...
+-- KEYS[9] -> this Publish call's batch key (STRING, 1 min TTL): its IDs, so that a resend of
 --            the call by the Redis client after a lost reply appends nothing twice
--- ARGV[1] -> the default group's name
--- ARGV[2] -> trim strategy: '' (none), 'MAXLEN' or 'MINID'
--- ARGV[3] -> MAXLEN: the length; MINID: the age in ms of the oldest entry to keep
--- ARGV[4] -> F, the number of fields of an entry
--- ARGV[5 .. 4+F] -> the field names
+-- ARGV[1] -> trim strategy: '' (none), 'MAXLEN' or 'MINID'
+-- ARGV[2] -> MAXLEN: the length; MINID: the age in ms of the oldest entry to keep
+-- ARGV[3] -> the backlog limit (entries)
+-- ARGV[4] -> the backlog ttl in ms
+-- ARGV[5] -> F, the number of fields of an entry
+-- ARGV[6 .. 5+F] -> the field names
 -- then per message: delay in ms (0: due now), F field values
--- Returns the IDs of the entries, in order.
+-- Per call, beyond the XADDs: one XINFO GROUPS, one PTTL of the stream, one EXISTS of the
+-- ephemeral and deleting keys (their ZRANGEBYSCORE and SRANDMEMBER only when either exists).
+-- Returns {ids, tidy}: ids the entries' IDs in order; tidy the groups the caller should
+-- delete (unregister.lua's 'expired' mode: an ephemeral group whose members all expired, or
+-- a group whose delete is unfinished), and '' when the backlog has consumed entries still to
+-- trim (release.lua).
 
-local k = {stream = KEYS[1], published = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
-  batch = KEYS[5], group = ARGV[1]}
-local done = redis.call('GET', k.batch)
+local k = topic_keys()
+local batch = KEYS[9]
+local done = redis.call('GET', batch)
 if done then
   local ids = {}
   for id in string.gmatch(done, '[^,]+') do ids[#ids + 1] = id end
-  return ids
+  return {ids, {}}
 end
-if redis.call('EXISTS', k.stream) == 0 or #redis.call('XINFO', 'GROUPS', k.stream) == 0 then
-  create_group(k, '0')
-end
+local groups = groups_of(k)
+local grouped = #groups > 0
 
-local f = tonumber(ARGV[4])
-local first = 5 + f
+local f = tonumber(ARGV[5])
+local first = 6 + f
 local per = 1 + f
 local n = (#ARGV - first + 1) / per
 local ids, due = {}, {}
@@ -43,7 +47,7 @@ for j = 0, n - 1 do
   local a = first + j * per
   local fields = {}
   for i = 1, f do
-    fields[#fields + 1] = ARGV[4 + i]
+    fields[#fields + 1] = ARGV[5 + i]
     fields[#fields + 1] = ARGV[a + i]
   end
   local id
@@ -67,10 +71,42 @@ end
 if #due > 0 then call_chunked('ZADD', k.delayed, due, 2) end
 redis.call('INCRBY', k.published, n)
 
-if ARGV[2] == 'MAXLEN' then
-  redis.call('XTRIM', k.stream, 'MAXLEN', '~', ARGV[3])
-elseif ARGV[2] == 'MINID' then
-  redis.call('XTRIM', k.stream, 'MINID', '~', math.max(0, tonumber(ms) - tonumber(ARGV[3])))
+if ARGV[1] == 'MAXLEN' then
+  redis.call('XTRIM', k.stream, 'MAXLEN', '~', ARGV[2])
+elseif ARGV[1] == 'MINID' then
+  redis.call('XTRIM', k.stream, 'MINID', '~', math.max(0, tonumber(ms) - tonumber(ARGV[2])))
 end
-redis.call('SET', k.batch, table.concat(ids, ','), 'PX', 60000)
-return ids
+
+local tidy = {}
+if not grouped then
+  -- The backlog: bounded in length, and in time while no group registers.
+  redis.call('XTRIM', k.stream, 'MAXLEN', '~', ARGV[3])
+  for _, key in ipairs({k.stream, k.published, k.delayed, k.meta}) do redis.call('PEXPIRE', key, ARGV[4]) end
+  local from = redis.call('HGET', k.meta, 'backlog_from')
+  if from and redis.call('XRANGE', k.stream, '-', from, 'COUNT', 1)[1] then tidy[#tidy + 1] = '' end
+elseif redis.call('PTTL', k.stream) > 0 then
+  -- The keys expire while every group is ephemeral (Join). A group another program created on
+  -- a backlog (watermill-redisstream's XGROUP CREATE) is durable: the topic lives for good.
+  local names = {}
+  for i, g in ipairs(groups) do names[i] = g.name end
+  local durable = false
+  for _, s in ipairs(call_ids('ZMSCORE', k.ephemeral, {}, names)) do
+    if not s then durable = true end
+  end
+  if durable then
+    for _, key in ipairs({k.stream, k.published, k.delayed, k.dead_refs, k.meta, k.paused, k.ephemeral, k.deleting}) do
+      redis.call('PERSIST', key)
+    end
+  else
+    keep_ttl(k, {k.delayed})
+  end
+end
+if redis.call('EXISTS', k.ephemeral, k.deleting) > 0 then
+  -- The entries' time is the Redis clock's now (or a little ahead, after a clock step back).
+  local expired = redis.call('ZRANGEBYSCORE', k.ephemeral, '-inf', '(' .. ms, 'LIMIT', 0, 1)[1]
+  if expired then tidy[#tidy + 1] = expired end
+  local unfinished = redis.call('SRANDMEMBER', k.deleting)
+  if unfinished then tidy[#tidy + 1] = unfinished end
+end
+redis.call('SET', batch, table.concat(ids, ','), 'PX', 60000)
+return {ids, tidy}

@@ -34,6 +34,8 @@
 -- KEYS[11] -> wake (STREAM) the group's wake-up stream
 -- KEYS[12] -> reclaim_from (HASH consumer -> PEL entry ID) where the walk of each large
 --             consumer goes on
+-- KEYS[13] -> ephemeral (ZSET group -> expiry ms) the topic's ephemeral groups
+-- KEYS[14] -> deleting (SET) the topic's groups whose delete is unfinished
 -- ARGV[1] -> group
 -- ARGV[2] -> the parking consumer's name
 -- ARGV[3] -> max deliveries (0: no limit)
@@ -47,21 +49,28 @@
 -- schedules, one ZREM of pending_at and one XADD to the wake-up stream for all it found
 -- expired, or else one XRANGE of the wake-up stream (deleted a minute after its last entry).
 -- Returns {reclaimed, dead_lettered, removed consumers, ms until the earliest lease read
--- expires (-1: none), 1 if more may have expired already, else 0}.
+-- expires (-1: none), 1 if more may have expired already, else 0, an ephemeral group of the
+-- topic that expired, a group of the topic whose delete is unfinished} ('': none; the caller
+-- deletes them). On a group that is not registered it writes nothing.
 
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
   leases = KEYS[5], dead = KEYS[6], dead_index = KEYS[7], dead_refs = KEYS[8], delayed = KEYS[9],
-  dead_order = KEYS[10], wake = KEYS[11], reclaim_from = KEYS[12], group = ARGV[1],
-  parked = ARGV[2], topic = ARGV[6]}
+  dead_order = KEYS[10], wake = KEYS[11], reclaim_from = KEYS[12], ephemeral = KEYS[13],
+  deleting = KEYS[14], group = ARGV[1], parked = ARGV[2], topic = ARGV[6]}
 drain_ok(k.counters)
 local max, orphan, left, idle_timeout = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[7])
 local window = tonumber(ARGV[8])
 local wake_keep_ms = 60000
 local now = now_ms()
 prune_delayed(k, now)
+local expired, unfinished = '', ''
+if redis.call('EXISTS', k.ephemeral, k.deleting) > 0 then
+  expired = redis.call('ZRANGEBYSCORE', k.ephemeral, '-inf', '(' .. now, 'LIMIT', 0, 1)[1] or ''
+  unfinished = redis.call('SRANDMEMBER', k.deleting) or ''
+end
 
 local summary = redis.pcall('XPENDING', k.stream, k.group)
-if type(summary) ~= 'table' or summary.err then return {0, 0, 0, -1, 0} end
+if type(summary) ~= 'table' or summary.err then return {0, 0, 0, -1, 0, expired, unfinished} end
 
 local removed, next_expiry, more = 0, -1, 0
 local holders, names = {}, {}
@@ -75,6 +84,7 @@ local leases = call_ids('HMGET', k.leases, {}, names)
 for i, h in ipairs(holders) do h.lease = tonumber(leases[i] or orphan) end
 
 local handled, park_ids, park_at, dead = {}, {}, {}, {}
+local walked = false
 
 -- look handles one PEL entry of holder h: expired, it is parked or dead-lettered while N
 -- allows; else it tells when it expires. It returns false when N is used up before it.
@@ -148,7 +158,10 @@ if #large > 0 then
       set[#set + 1] = seen
     end
   end
-  if #set > 0 then call_chunked('HSET', k.reclaim_from, set, 2) end
+  if #set > 0 then
+    call_chunked('HSET', k.reclaim_from, set, 2)
+    walked = true
+  end
   call_ids('HDEL', k.reclaim_from, {}, restart)
 end
 
@@ -188,4 +201,7 @@ end
 
 if reclaimed > 0 then redis.call('HINCRBY', k.counters, 'reclaimed', reclaimed) end
 if #dead > 0 then redis.call('HINCRBY', k.counters, 'dead_lettered', #dead) end
-return {reclaimed, #dead, removed, next_expiry, more}
+if reclaimed > 0 or #dead > 0 or walked then
+  keep_ttl(k, {k.retry, k.wake, k.dead, k.dead_index, k.dead_order, k.dead_refs, k.reclaim_from})
+end
+return {reclaimed, #dead, removed, next_expiry, more, expired, unfinished}

@@ -55,6 +55,7 @@ end
 if #z > 0 then
   call_chunked('ZADD', k.retry, z, 2)
   wake(k)
+  keep_ttl(k, {k.retry, k.wake})
 end
 forget(k, dls)
 if redis.call('XLEN', k.dead) == 0 then redis.call('DEL', k.dead, k.dead_order) end

@@ -33,15 +33,18 @@
 -- KEYS[5] -> published (STRING) the topic's
 -- KEYS[6] -> pending_at (ZSET) the group's
 -- KEYS[7] -> dead (STREAM) the group's dead letters
+-- KEYS[8] -> paused (SET) the topic's paused groups
 -- ARGV[1] -> group
 -- ARGV[2] -> the parking consumer's name
 -- ARGV[3] -> window: unread entries and not-due delayed entries looked at one by one
 -- ARGV[4] -> the most unread entries counted one by one when Redis cannot tell the lag
 -- Returns {ready, delayed, pending, dead, oldest pending age ms, oldest ready age ms,
--- counters (HGETALL), published} with ages -1 when there is none.
+-- counters (HGETALL), published (0 when the group is not registered), 1 when the group is
+-- paused} with ages -1 when there is none.
 
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
-  published = KEYS[5], pending = KEYS[6], dead = KEYS[7], group = ARGV[1], parked = ARGV[2]}
+  published = KEYS[5], pending = KEYS[6], dead = KEYS[7], paused = KEYS[8], group = ARGV[1],
+  parked = ARGV[2]}
 local window, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local unread, delayed_unread, pending_n, oldest_ready = 0, 0, 0, nil
@@ -146,4 +149,5 @@ end
 local first_pending = redis.call('ZRANGE', k.pending, 0, 0, 'WITHSCORES')
 return {ready, delayed, pending_n, redis.call('XLEN', k.dead),
   age(first_pending[2] and tonumber(first_pending[2])), age(oldest_ready),
-  redis.call('HGETALL', k.counters), tonumber(redis.call('GET', k.published) or '0')}
+  redis.call('HGETALL', k.counters), info and tonumber(redis.call('GET', k.published) or '0') or 0,
+  redis.call('SISMEMBER', k.paused, k.group)}

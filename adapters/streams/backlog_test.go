@@ -1,0 +1,171 @@
+package streams
+
+import (
+	"testing"
+	"time"
+
+	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTheFirstGroupTakesTheBacklogWhateverFromOldestSays(t *testing.T) {
+	t.Parallel()
+	for _, format := range []Format{FormatNative, FormatWatermill} {
+		t.Run(string(format), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(o *Options) { o.Format = format })
+			topic := e.Prefix + "-t"
+			backlog := e.Publish(topic, "a", "b")
+			e.EnsureGroup(topic, "first") // not FromOldest
+			e.EnsureGroup(topic, "second")
+			fresh := e.Publish(topic, "c")
+
+			require.Equal(t, append(backlog, fresh...), adaptertest.IDs(e.Claim(topic, "first", "c", 10)))
+			require.Equal(t, fresh, adaptertest.IDs(e.Claim(topic, "second", "c", 10)))
+			require.Equal(t, int64(3), e.Stats(topic, "first").Counters.Published)
+			require.Equal(t, int64(1), e.Stats(topic, "second").Counters.Published)
+		})
+	}
+}
+
+func TestAnEphemeralFirstGroupTakesTheBacklogToo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	backlog := e.Publish("t", "a", "b")
+	require.NoError(t, e.b.Join(e.Ctx, &pubsub.JoinParams{Topic: "t", Group: "reply", Consumer: "c", TTL: time.Minute}))
+	require.Equal(t, backlog, adaptertest.IDs(e.Claim("t", "reply", "c", 10)))
+}
+
+func TestTheBacklogIsBoundedInLengthAndInTime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BacklogLimit = 150; o.BacklogTTL = time.Hour })
+	var last []string
+	for range 10 {
+		last = e.Publish("t", payloads("m", 100)...)
+	}
+	// XTRIM MAXLEN ~ removes whole nodes (100 entries each by default).
+	n := e.xlen(e.tk("t").stream)
+	require.GreaterOrEqual(t, n, int64(150))
+	require.Less(t, n, int64(150+100))
+	info, err := e.b.Topic(e.Ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, n, info.Backlog)
+	for _, key := range []string{e.tk("t").stream, e.tk("t").published} {
+		ttl := e.C.PTTL(e.Ctx, key).Val()
+		require.True(t, ttl > 59*time.Minute && ttl <= time.Hour, "%s expires in %v", key, ttl)
+	}
+
+	// The first group takes what is left, the latest entries, and the topic lives for good.
+	e.EnsureGroup("t", "g")
+	ds := e.Claim("t", "g", "c", 1000)
+	require.Len(t, ds, int(n))
+	require.Equal(t, last, adaptertest.IDs(ds[len(ds)-100:]))
+	for _, key := range []string{e.tk("t").stream, e.tk("t").published} {
+		require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, key).Val(), "%s still expires", key)
+	}
+	info, err = e.b.Topic(e.Ctx, "t")
+	require.NoError(t, err)
+	require.Zero(t, info.Backlog, "no backlog while the topic has a group")
+}
+
+func TestABacklogExpiresWithItsKeys(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BacklogTTL = 50 * time.Millisecond })
+	e.Publish("t", "a")
+	require.Eventually(t, func() bool { return len(e.Keys("t")) == 0 }, 5*time.Second, 10*time.Millisecond)
+	_, err := e.b.Topic(e.Ctx, "t")
+	require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+}
+
+// What a deleted group consumed is not offered again: the last group's delete makes the
+// entries it had not read the backlog, and trims those it had.
+func TestEntriesADeletedGroupConsumedAreNotOfferedToALaterFirstGroup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BatchSize = 2 }) // the trim takes several steps
+	e.EnsureGroup("t", "g")
+	ids := e.Publish("t", payloads("m", 8)...)
+	e.Ack("t", "g", "c", e.Claim("t", "g", "c", 5)...)
+	require.NoError(t, e.b.DeleteGroup(e.Ctx, "t", "g"))
+
+	info, err := e.b.Topic(e.Ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{}, Backlog: 3}, info)
+	require.Equal(t, int64(3), e.xlen(e.tk("t").stream), "the consumed entries are trimmed")
+	ttl := e.C.PTTL(e.Ctx, e.tk("t").stream).Val()
+	require.True(t, ttl > 0 && ttl <= pubsub.BacklogTTLDefault, "the backlog expires: %v", ttl)
+
+	e.EnsureGroupFromOldest("t", "h")
+	require.Equal(t, ids[5:], adaptertest.IDs(e.Claim("t", "h", "c", 10)))
+}
+
+// Among deleted groups, the furthest position counts: entries one of them consumed are not
+// offered again even though the last one deleted had not read them.
+func TestTheBacklogStartsAfterWhatAnyDeletedGroupRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "fast")
+	e.EnsureGroup("t", "slow")
+	ids := e.Publish("t", payloads("m", 6)...)
+	e.Claim("t", "fast", "c", 4)
+	e.Claim("t", "slow", "c", 1)
+	require.NoError(t, e.b.DeleteGroup(e.Ctx, "t", "fast"))
+	require.NoError(t, e.b.DeleteGroup(e.Ctx, "t", "slow"))
+
+	e.EnsureGroup("t", "next")
+	require.Equal(t, counts{Ready: 2}, e.counts("t", "next"), "Stats knows the new group's lag")
+	require.Equal(t, ids[4:], adaptertest.IDs(e.Claim("t", "next", "c", 10)))
+}
+
+func TestATopicLeftWithNoGroupAndNoBacklogLeavesNoKey(t *testing.T) {
+	t.Parallel()
+	for _, format := range []Format{FormatNative, FormatWatermill} {
+		t.Run(string(format), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(o *Options) { o.Format = format })
+			topic := e.Prefix + "-t"
+			e.EnsureGroup(topic, "g")
+			e.Publish(topic, "a", "b")
+			e.PublishDelayed(topic, time.Hour, "later")
+			ds := e.Claim(topic, "g", "c", 10)
+			e.Nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
+			e.Ack(topic, "g", "c", ds[1:]...)
+			require.NotEmpty(t, e.Keys(topic))
+
+			require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "g"))
+			require.Empty(t, e.Keys(topic))
+			require.False(t, e.Exists(e.tk(topic).stream))
+			_, err := e.b.Topic(e.Ctx, topic)
+			require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+		})
+	}
+}
+
+// Redis is told how many entries come before the backlog, so it knows the first group's lag
+// (XINFO GROUPS), and Stats need not count the unread entries one by one.
+func TestTheFirstGroupsLagIsKnown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BacklogLimit = 150 })
+	for range 3 {
+		e.Publish("t", payloads("m", 100)...)
+	}
+	e.EnsureGroup("t", "g")
+	groups, err := e.C.XInfoGroups(e.Ctx, e.tk("t").stream).Result()
+	require.NoError(t, err)
+	require.Equal(t, e.xlen(e.tk("t").stream), groups[0].Lag)
+	require.Equal(t, e.xlen(e.tk("t").stream), e.Stats("t", "g").Ready)
+}
+
+// A group that another program creates on a backlog (watermill-redisstream's XGROUP CREATE)
+// is durable: the next publish makes the topic live for good.
+func TestAGroupCreatedByAnotherProgramEndsTheBacklogsExpiry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, watermillFormat)
+	topic := e.Prefix + "-t"
+	e.Publish(topic, "a")
+	require.Greater(t, e.C.PTTL(e.Ctx, topic).Val(), time.Duration(0))
+	require.NoError(t, e.C.XGroupCreate(e.Ctx, topic, "watermill", "0").Err())
+	e.Publish(topic, "b")
+	require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, topic).Val())
+	require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, e.tk(topic).published).Val())
+}

@@ -1,0 +1,215 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/pubsub"
+)
+
+// The modes of unregister.lua.
+const (
+	modeAdmin   = "admin"   // DeleteGroup: delete the group if registered
+	modeExpired = "expired" // only if every membership of the ephemeral group ran out
+	modeLeave   = "leave"   // end one membership; delete the group if it was the last
+)
+
+// DeleteGroup unregisters the group at once (XGROUP DESTROY and relq's keys of it, one
+// script): later publishes no longer reach it, its claims fail with pubsub.ErrGroupDeleted,
+// its subscribers' acks and nacks are stale no-ops, and a new group of its name starts
+// empty. Then the references its dead letters held on the topic's entries are released, in
+// steps of Options.BatchSize, and, when it was the topic's last group, the entries it
+// consumed are trimmed in such steps: what no group read is the topic's backlog, and a topic
+// left with no backlog loses every key. A delete interrupted between steps is finished by the
+// next DeleteGroup or DeleteTopic of the topic, or by a publish or a Reclaim on it.
+// pubsub.ErrGroupNotFound when the group is not registered.
+func (b *Backend) DeleteGroup(ctx context.Context, topic, group string) error {
+	if err := b.check(ctx, "topic", topic, "group", group); err != nil {
+		return err
+	}
+	status, err := b.deleteGroup(ctx, topic, group, modeAdmin, "")
+	if err == nil && status == "notfound" {
+		return fmt.Errorf("streams: delete group %q of topic %q: %w", group, topic, pubsub.ErrGroupNotFound)
+	}
+	return err
+}
+
+// deleteGroup runs unregister.lua in mode, then release.lua steps until the delete is done,
+// and returns unregister.lua's status. An earlier delete of the group whose dead letters are
+// still being released is finished first.
+func (b *Backend) deleteGroup(ctx context.Context, topic, group, mode, consumer string) (string, error) {
+	k := b.groupKeys(topic, group)
+	for range 3 {
+		res, err := unregisterScript.Run(ctx, b.client, k.registerKeys(), group, mode, consumer,
+			b.opts.BatchSize, b.deleteOnAck(), backendkit.Millis(b.opts.BacklogTTL)).Slice()
+		if err != nil {
+			return "", err
+		}
+		status, _ := res[0].(string)
+		walkTo, _ := res[2].(string)
+		switch {
+		case status == "busy":
+			if err := b.release(ctx, topic, group, "", ""); err != nil {
+				return "", err
+			}
+			continue
+		case backendkit.Int(res[1]) == 0:
+			return status, nil
+		case walkTo != "":
+			return status, b.release(ctx, topic, group, "-", walkTo)
+		default:
+			return status, b.release(ctx, topic, group, "", "")
+		}
+	}
+	return "", fmt.Errorf("streams: delete group %q of topic %q: an earlier delete of it kept it busy", group, topic)
+}
+
+// release runs release.lua steps for group ("": none, the backlog's trim only) until its
+// delete is done, walking the stream from walkFrom to walkTo when given, then goes on with
+// any other group of the topic whose delete is unfinished.
+func (b *Backend) release(ctx context.Context, topic, group, walkFrom, walkTo string) error {
+	tk := b.topicKeys(topic)
+	done := map[string]bool{}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res, err := releaseScript.Run(ctx, b.client, tk.topicAnd(b.groupKeys(topic, group).deadGone),
+			group, b.opts.BatchSize, b.deleteOnAck(), walkFrom, walkTo, backendkit.Millis(b.opts.BacklogTTL)).Slice()
+		if err != nil {
+			return err
+		}
+		walkFrom, _ = res[1].(string)
+		if backendkit.Int(res[0]) == 1 {
+			continue
+		}
+		done[group] = true
+		next, _ := res[2].(string)
+		if next == "" || done[next] {
+			return nil
+		}
+		group, walkFrom, walkTo = next, "", ""
+	}
+}
+
+// tidy finishes what a script reported due on the topic: the delete of an ephemeral group
+// whose members all expired, or of one left unfinished ("": the trim of the backlog). Errors
+// are dropped: the caller's own work is done, and the next publish or Reclaim reports the
+// same again.
+func (b *Backend) tidy(ctx context.Context, topic string, groups []string) {
+	for _, g := range groups {
+		if g == "" {
+			_ = b.release(ctx, topic, "", "", "")
+			continue
+		}
+		_, _ = b.deleteGroup(ctx, topic, g, modeExpired, "")
+	}
+}
+
+// DeleteTopic deletes every key of the topic in one droptopic.lua call: the stream with every
+// consumer group on it (another program's too, in FormatWatermill), relq's keys of the topic
+// and of each group, and the dead letters of deletes left unfinished. Its groups are read
+// first to name their keys; the script refuses, and they are read again, if a group came
+// meanwhile. The publish idempotency keys of the last minute (T:batch:<uuid>, which expire by
+// themselves) are then found with SCAN on the topic's node and unlinked. Subscribers of its
+// groups get pubsub.ErrGroupDeleted; a later publish creates the topic again, as a new one.
+// pubsub.ErrTopicNotFound when the topic has no key.
+func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
+	if err := b.check(ctx, "topic", topic); err != nil {
+		return err
+	}
+	tk := b.topicKeys(topic)
+	for range 10 {
+		names, err := b.groupsToDrop(ctx, tk)
+		if err != nil {
+			return err
+		}
+		keys := tk.all()
+		args := make([]any, len(names))
+		for i, g := range names {
+			keys = append(keys, b.groupKeys(topic, g).own()...)
+			args[i] = g
+		}
+		n, err := dropTopicScript.Run(ctx, b.client, keys, args...).Int64()
+		if err != nil {
+			return err
+		}
+		if n < 0 {
+			continue // a group came meanwhile
+		}
+		swept, err := b.sweepBatches(ctx, tk)
+		if err != nil {
+			return err
+		}
+		if n+swept == 0 {
+			return fmt.Errorf("streams: delete topic %q: %w", topic, pubsub.ErrTopicNotFound)
+		}
+		return nil
+	}
+	return fmt.Errorf("streams: delete topic %q: its groups kept changing", topic)
+}
+
+// groupsToDrop lists the groups whose keys DeleteTopic unlinks: those of the stream and those
+// whose delete is unfinished.
+func (b *Backend) groupsToDrop(ctx context.Context, tk topicKeys) ([]string, error) {
+	var names []string
+	infos, err := b.client.XInfoGroups(ctx, tk.stream).Result()
+	if err != nil && !isNoSuchKey(err) {
+		return nil, err
+	}
+	for _, g := range infos {
+		names = append(names, g.Name)
+	}
+	deleting, err := b.client.SMembers(ctx, tk.deleting).Result()
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, deleting...)
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// sweepBatches unlinks the topic's publish idempotency keys, found with SCAN on the node that
+// holds the topic's slot, and returns how many it unlinked.
+func (b *Backend) sweepBatches(ctx context.Context, tk topicKeys) (int64, error) {
+	var node redis.Cmdable = b.client
+	if c, ok := b.client.(*redis.ClusterClient); ok {
+		n, err := c.MasterForKey(ctx, tk.stream)
+		if err != nil {
+			return 0, err
+		}
+		node = n
+	}
+	pattern := backendkit.EscapeGlob(tk.base) + ":batch:*"
+	var cursor uint64
+	var total int64
+	for {
+		found, next, err := node.Scan(ctx, cursor, pattern, 200).Result()
+		if err != nil {
+			return total, err
+		}
+		if len(found) > 0 {
+			n, err := node.Unlink(ctx, found...).Result()
+			if err != nil {
+				return total, err
+			}
+			total += n
+		}
+		if next == 0 {
+			return total, nil
+		}
+		cursor = next
+	}
+}
+
+// groupGone reports the error reply of a script run on a group that is not registered
+// ("NOGROUP relq: ...").
+func groupGone(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOGROUP relq:")
+}

@@ -1,0 +1,91 @@
+-- unregister.lua: delete a group. It is unregistered at once (XGROUP DESTROY, and every key of
+-- relq's for it unlinked), so that publishes stop reaching it, its claims fail and a new group
+-- of its name starts empty; its dead letters' references (dead_refs) are released here when
+-- there are at most N of them, else its dead-letter stream moves to its tomb (dead_gone, the
+-- group listed in deleting) for release.lua to release in steps. The deleted group's position
+-- raises backlog_from: a later first group is not offered again what it consumed. When no
+-- group is left, what nobody read is the backlog (settle_topic in lib.lua); with none, every
+-- key of the topic goes.
+--
+-- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
+-- KEYS[9..20] -> the group's own keys (lib.lua's group_keys)
+-- ARGV[1] -> group
+-- ARGV[2] -> mode: 'admin' (delete it if registered), 'expired' (only if every membership of
+--            the ephemeral group ran out), 'leave' (end ARGV[3]'s membership; delete it if it
+--            was the last)
+-- ARGV[3] -> consumer (leave)
+-- ARGV[4] -> N, the most dead letters released here
+-- ARGV[5] -> '1': delete-on-ack retention
+-- ARGV[6] -> the backlog ttl in ms
+-- Returns {status, more, walk_to}. status: 'deleted'; 'notfound' (not registered); 'kept' (a
+-- member is left, or not expired); 'durable' (leave of a group that is not ephemeral);
+-- 'release' (not registered, but an earlier delete of it is unfinished); 'busy' (an earlier
+-- delete's tomb is still being released: release it, then call again). more: 1 when
+-- release.lua steps remain. walk_to: with delete-on-ack and groups left, the stream's last ID,
+-- up to which release.lua deletes the entries that only the deleted group still needed.
+
+local k = group_keys(topic_keys(), 9)
+k.group = ARGV[1]
+drain_ok(k.counters)
+local mode, batch = ARGV[2], tonumber(ARGV[4])
+local me, groups = find_group(k)
+
+if mode == 'leave' then
+  if not me then return {'notfound', 0, ''} end
+  if not redis.call('ZSCORE', k.ephemeral, k.group) then return {'durable', 0, ''} end
+  redis.call('ZREM', k.members, ARGV[3])
+  local top = redis.call('ZRANGE', k.members, -1, -1, 'WITHSCORES')
+  if top[2] then
+    redis.call('ZADD', k.ephemeral, top[2], k.group)
+    return {'kept', 0, ''}
+  end
+elseif mode == 'expired' then
+  local expiry = redis.call('ZSCORE', k.ephemeral, k.group)
+  if not expiry or tonumber(expiry) >= now_ms() then
+    if not me and redis.call('SISMEMBER', k.deleting, k.group) == 1 then return {'release', 1, ''} end
+    return {'kept', 0, ''}
+  end
+elseif not me then
+  if redis.call('SISMEMBER', k.deleting, k.group) == 1 then return {'release', 1, ''} end
+  return {'notfound', 0, ''}
+end
+if redis.call('EXISTS', k.dead_gone) == 1 then return {'busy', 1, ''} end
+
+if me then
+  redis.call('XGROUP', 'DESTROY', k.stream, k.group)
+  local from = redis.call('HGET', k.meta, 'backlog_from')
+  if not from or id_cmp(me.last, from) > 0 then redis.call('HSET', k.meta, 'backlog_from', me.last) end
+end
+redis.call('UNLINK', k.retry, k.leases, k.pending, k.counters, k.wake, k.reclaim_from, k.members, k.marks,
+  k.dead_index, k.dead_order)
+redis.call('SREM', k.paused, k.group)
+redis.call('ZREM', k.ephemeral, k.group)
+
+local rest = {}
+for _, g in ipairs(groups) do
+  if g.name ~= k.group then rest[#rest + 1] = g end
+end
+local more = 0
+local dead = redis.call('XLEN', k.dead)
+if dead > batch then
+  redis.call('RENAME', k.dead, k.dead_gone)
+  redis.call('SADD', k.deleting, k.group)
+  more = 1
+elseif dead > 0 then
+  local ids = release_dead(k, k.dead, batch)
+  redis.call('DEL', k.dead)
+  if ARGV[5] == '1' then xdel(k, unneeded(k, ids, rest)) end
+end
+
+local walk_to = ''
+if #rest == 0 then
+  local trim = settle_topic(k, ARGV[6])
+  more = math.max(more, trim)
+elseif ARGV[5] == '1' then
+  local last = redis.call('XREVRANGE', k.stream, '+', '-', 'COUNT', 1)[1]
+  if last then
+    walk_to = last[1]
+    more = 1
+  end
+end
+return {'deleted', more, walk_to}
