@@ -10,12 +10,6 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
-// ephemeralOption makes a SubscriberConfig's group ephemeral, for the Subscriber-level case;
-// nil while the Subscriber has no such option, which that case reports (as a failure where
-// the Harness is Complete). With SubscriberConfig.Ephemeral it is:
-//
-//	var ephemeralOption = func(c *pubsub.SubscriberConfig) { c.Ephemeral = true }
-var ephemeralOption func(*pubsub.SubscriberConfig)
 
 func testEphemeral(t *testing.T, f Factory) {
 	run(t, f, "LastLeaveDeletesGroupAndKeys", Options{}, ephemeralJoinLeave)
@@ -147,12 +141,10 @@ func ephemeralAbandoned(t *testing.T, h Harness) {
 // Subscribers with SubscriberConfig.Ephemeral share their group while any runs; closing the
 // last one deletes the group and leaves no key of a topic that has no other group.
 func ephemeralSubscriberClose(t *testing.T, h Harness) {
-	need(t, h, ephemeralOption != nil, "this version's SubscriberConfig has no Ephemeral option (see ephemeralOption)")
 	ephemeralOf(t, h)
 	a := adminOf(t, h)
 	topic := topicName()
-	cfg := pubsub.SubscriberConfig{Group: "instance-1"}
-	ephemeralOption(&cfg)
+	cfg := pubsub.SubscriberConfig{Group: "instance-1", Ephemeral: true}
 	r := &recorder{}
 	subs := make([]*pubsub.Subscriber, 2)
 	for i := range subs {

@@ -16,7 +16,8 @@ import (
 // its stream, the bare topic, and relq's keys under {topic}:prefix.
 func buildFormat(format streams.Format) adaptertest.Build {
 	return func(client redis.UniversalClient, prefix string, opts conformance.Options) (conformance.Harness, error) {
-		b, err := streams.New(client, streams.Options{Prefix: prefix, Format: format})
+		b, err := streams.New(client, streams.Options{Prefix: prefix, Format: format,
+			BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL})
 		if err != nil {
 			return conformance.Harness{}, err
 		}

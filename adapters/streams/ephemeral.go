@@ -15,8 +15,9 @@ var _ pubsub.Ephemeral = (*Backend)(nil)
 // the backlog; another starts with the next publish). While every group of the topic is
 // ephemeral, the topic's keys expire with the latest membership of its groups, so a topic
 // whose processes all died leaves no key. A group whose every membership ran out is deleted
-// first, and joined as a new one. pubsub.ErrNotEphemeral when the group is registered as
-// durable.
+// first, and joined as a new one, except by a renewal (p.Renew), which never registers the
+// group and fails with pubsub.ErrGroupDeleted when it is gone or expired.
+// pubsub.ErrNotEphemeral when the group is registered as durable.
 func (b *Backend) Join(ctx context.Context, p *pubsub.JoinParams) error {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return err
@@ -26,16 +27,25 @@ func (b *Backend) Join(ctx context.Context, p *pubsub.JoinParams) error {
 	}
 	k := b.groupKeys(p.Topic, p.Group)
 	for range 3 {
-		status, err := joinScript.Run(ctx, b.client, k.registerKeys(), p.Group, p.Consumer, backendkit.Millis(p.TTL)).Text()
+		renew := "0"
+		if p.Renew {
+			renew = "1"
+		}
+		status, err := joinScript.Run(ctx, b.client, k.registerKeys(), p.Group, p.Consumer, backendkit.Millis(p.TTL), renew).Text()
 		if err != nil {
 			return backendkit.RedisFull(err)
 		}
 		switch status {
 		case "durable":
 			return fmt.Errorf("streams: join group %q of topic %q: %w", p.Group, p.Topic, pubsub.ErrNotEphemeral)
+		case "gone":
+			return fmt.Errorf("streams: renew membership of group %q of topic %q: %w", p.Group, p.Topic, pubsub.ErrGroupDeleted)
 		case "expired":
 			if _, err := b.deleteGroup(ctx, p.Topic, p.Group, modeExpired, ""); err != nil {
 				return err
+			}
+			if p.Renew { // the group it renewed is gone with what it held
+				return fmt.Errorf("streams: renew membership of group %q of topic %q: it expired: %w", p.Group, p.Topic, pubsub.ErrGroupDeleted)
 			}
 		default:
 			return nil

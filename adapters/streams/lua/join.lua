@@ -11,8 +11,10 @@
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> ttl in ms
+-- ARGV[4] -> '1' for a renewal, which never registers the group
 -- Returns 'ok'; 'durable' when the group is registered and not ephemeral; 'expired' when it is
--- registered and every membership ran out (the caller deletes it, then joins again).
+-- registered and every membership ran out (the caller deletes it, then joins again, unless
+-- renewing); 'gone' when a renewal finds the group not registered (deleted).
 
 local k = group_keys(topic_keys(), 9)
 k.group = ARGV[1]
@@ -22,6 +24,8 @@ if me then
   local expiry = redis.call('ZSCORE', k.ephemeral, k.group)
   if not expiry then return 'durable' end
   if tonumber(expiry) < now then return 'expired' end
+elseif ARGV[4] == '1' then
+  return 'gone'
 else
   register(k, false)
 end
