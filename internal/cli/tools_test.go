@@ -65,14 +65,28 @@ func (f *fixture) publish(b pubsub.Backend, topic string, n int, delay time.Dura
 			UUID: "uuid-" + string(rune('a'+i)), Metadata: map[string]string{"n": string(rune('a' + i))},
 			Payload: []byte("msg-" + string(rune('a'+i)))}}
 	}
+	f.subscribed(b, topic)
 	ids, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
 	require.NoError(f.t, err)
 	return ids
 }
 
+// subscribed registers pubsub.DefaultGroup on a topic that has no group, as a subscriber with
+// no group configured would, so that what is published goes to it rather than to the topic's
+// backlog.
+func (f *fixture) subscribed(b pubsub.Backend, topic string) {
+	f.t.Helper()
+	groups, err := b.Groups(f.ctx, topic)
+	require.NoError(f.t, err)
+	if len(groups) == 0 {
+		require.NoError(f.t, b.EnsureGroup(f.ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: pubsub.DefaultGroup}))
+	}
+}
+
 // publishOne publishes one message.
 func (f *fixture) publishOne(b pubsub.Backend, topic string, env pubsub.Envelope) string {
 	f.t.Helper()
+	f.subscribed(b, topic)
 	ids, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env}}})
 	require.NoError(f.t, err)
 	return ids[0]

@@ -25,7 +25,10 @@ local t = keys_at(TOPIC_KEYS + ENGINE_KEYS + #STORE_KEY_NAMES + 1)
 drain_ok(k.meta)
 local group, mode = ARGV[1], ARGV[2]
 local _, _, ephemeral = reg_parse(redis.call('HGET', k.registry, group))
-if ephemeral == nil then return {0, '0'} end
+if ephemeral == nil then
+  redis.call('ZREM', k.ephemeral, group) -- a stray left by a hand edit, which publish would keep finding
+  return {0, '0'}
+end
 local now = now_ms()
 if mode == 'leave' then
   if not ephemeral then return {-1, '0'} end
