@@ -1,7 +1,10 @@
 package engine_test
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,6 +205,62 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 			_, err = e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "a", Consumer: "w", Items: adaptertest.Held(held...)})
 			require.NoError(t, err)
 			require.Empty(t, tagKeys(t, e, "t"))
+		})
+	}
+}
+
+// Deleting a group while its consumers claim and ack, and while publishes go on, leaves none
+// of its keys behind: each consumer stops at its first ErrGroupDeleted, its last acks are
+// stale no-ops, and the other group receives every message with its body.
+func TestDeleteGroupWhileConsumersRun(t *testing.T) {
+	t.Parallel()
+	for name, e := range backendsWith(t, engine.Options{BatchSize: 4}) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			ensure(t, e, "t", "doomed")
+			ensure(t, e, "t", "kept")
+			const published = 200
+			var wg sync.WaitGroup
+			stopped := make(chan error, 3)
+			for c := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					consumer := fmt.Sprintf("c%d", c)
+					for {
+						ds, err := e.ClaimOnce(ctx, &pubsub.ClaimParams{Topic: "t", Group: "doomed", Consumer: consumer, Count: 4, Lease: time.Minute}, 0)
+						if err != nil {
+							stopped <- err
+							return
+						}
+						if _, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "doomed", Consumer: consumer, Items: adaptertest.Held(ds.Deliveries...)}); err != nil {
+							stopped <- err
+							return
+						}
+					}
+				}()
+			}
+			for i := range published {
+				publish(t, e, "t", strconv.Itoa(i))
+				if i == published/2 {
+					require.NoError(t, e.DeleteGroup(ctx, "t", "doomed"))
+				}
+			}
+			wg.Wait()
+			close(stopped)
+			for err := range stopped {
+				require.ErrorIs(t, err, pubsub.ErrGroupDeleted)
+			}
+			require.Empty(t, groupKeys(tagKeys(t, e, "t"), "doomed"))
+
+			var got []pubsub.Delivery
+			for ds := claim(t, e, "t", "kept", "w", 4); len(ds) > 0; ds = claim(t, e, "t", "kept", "w", 4) {
+				got = append(got, ds...)
+			}
+			require.Len(t, got, published)
+			for _, d := range got {
+				require.NoError(t, d.Err, "every body is there for the other group")
+			}
 		})
 	}
 }
