@@ -47,7 +47,7 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 	topic, msgs := p.Topic, p.Messages
 	reg := e.cached(topic)
 	head := append(e.topicKeys(topic).list(), e.backlog(topic)...)
-	for range publishTries {
+	for tries, sweeps := 0, 0; tries < publishTries; {
 		keys := slices.Clone(head)
 		args := make([]any, 0, 6+len(reg.groups)+3*len(msgs))
 		args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), len(reg.groups))
@@ -82,6 +82,10 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 			return ids, nil
 		case 2:
 			// Ephemeral groups whose members all expired: delete them, then learn the registry.
+			// A sweep is not a stale registry; it has a bound of its own.
+			if sweeps++; sweeps > publishTries {
+				return nil, fmt.Errorf("%s: publish to %q: its expired groups could not be deleted in %d tries", e.store.Name, topic, publishTries)
+			}
 			for _, g := range res[1:] {
 				name, _ := g.(string)
 				if err := pubsub.ValidateName("group", name); err != nil {
@@ -95,6 +99,7 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 			if reg, err = e.remember(topic, res[1:]); err != nil {
 				return nil, err
 			}
+			tries++
 		}
 	}
 	return nil, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)

@@ -39,8 +39,12 @@ if mode == 'leave' then
     return {3, '0'}
   end
 elseif mode == 'expired' then
+  if not ephemeral then
+    redis.call('ZREM', k.ephemeral, group) -- a durable group is never swept
+    return {3, '0'}
+  end
   local at = redis.call('ZSCORE', k.ephemeral, group)
-  if not ephemeral or not at or tonumber(at) >= now then return {3, '0'} end
+  if not at or tonumber(at) >= now then return {3, '0'} end
 end
 redis.call('HDEL', k.registry, group)
 redis.call('ZREM', k.ephemeral, group)
