@@ -197,26 +197,6 @@ local function store_next_due(_, _) return -1 end
 -- script).
 local function store_upkeep(_, _, _, _) return 0, 0 end
 
--- store_counts returns ready (queue, and the due members of ready), delayed (the others),
--- the due time of the oldest due message (nil: none), and 0 staged. Within one priority the
--- head of queue is the oldest, so the oldest is found by visiting the head of each priority
--- in queue, up to window priorities (O(window · log N)): exact with up to window priorities
--- in use, else the age is a lower bound.
-local function store_counts(k, now, window)
-  local first = first_due(k, k.ready)
-  local since
-  if first and first <= now then since = first end
-  local head = redis.call('ZRANGE', k.queue, 0, 0, 'WITHSCORES')
-  for _ = 1, window do
-    if not head[1] then break end
-    local _, due = unqueue(head[1])
-    if due and (not since or due < since) then since = due end
-    head = redis.call('ZRANGE', k.queue, '(' .. head[2], '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
-  end
-  return redis.call('ZCARD', k.queue) + redis.call('ZCOUNT', k.ready, '-inf', now),
-    redis.call('ZCOUNT', k.ready, '(' .. now, '+inf'), since, 0
-end
-
 -- store_size is how many messages the store holds: queue and ready. O(1).
 local function store_size(k)
   return redis.call('ZCARD', k.queue) + redis.call('ZCARD', k.ready)
@@ -242,4 +222,24 @@ local function store_drop(k, n)
     removed = removed + #due / 2
   end
   return ids, removed
+end
+
+-- store_counts returns ready (queue, and the due members of ready), delayed (the others),
+-- the due time of the oldest due message (nil: none), and 0 staged. Within one priority the
+-- head of queue is the oldest, so the oldest is found by visiting the head of each priority
+-- in queue, up to window priorities (O(window · log N)): exact with up to window priorities
+-- in use, else the age is a lower bound.
+local function store_counts(k, now, window)
+  local first = first_due(k, k.ready)
+  local since
+  if first and first <= now then since = first end
+  local head = redis.call('ZRANGE', k.queue, 0, 0, 'WITHSCORES')
+  for _ = 1, window do
+    if not head[1] then break end
+    local _, due = unqueue(head[1])
+    if due and (not since or due < since) then since = due end
+    head = redis.call('ZRANGE', k.queue, '(' .. head[2], '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+  end
+  return redis.call('ZCARD', k.queue) + redis.call('ZCOUNT', k.ready, '-inf', now),
+    redis.call('ZCOUNT', k.ready, '(' .. now, '+inf'), since, 0
 end
