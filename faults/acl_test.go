@@ -40,11 +40,12 @@ var (
 	// aclScriptCommands run every script (EVALSHA, and EVAL when the script cache lost it).
 	aclScriptCommands = []string{"evalsha", "eval"}
 	// aclClientCommands are sent from Go, outside scripts, by each backend.
-	// Groups reads the registry HASH of list and zset (HKEYS), and Topics checks a topic it
-	// found with HLEN (internal/engine's topics.go).
+	// Groups and DeleteTopic read the registry HASH of list and zset (HKEYS); DeleteTopic and
+	// the sweeps of Publish and Reclaim read the trash and ephemeral ZSETs (ZRANGE,
+	// internal/engine's delete.go).
 	aclClientCommands = map[string][]string{
-		"list":    {"blmove", "hkeys", "hlen"}, // the blocking claim; the registry
-		"zset":    {"blpop", "hkeys", "hlen"},  // the blocking wait on wake-up lists; the registry
+		"list":    {"blmove", "hkeys", "zrange"}, // the blocking claim; the registry, trash
+		"zset":    {"blpop", "hkeys", "zrange"},  // the blocking wait on wake-up lists; the registry, trash
 		"streams": {"xread", "xinfo|groups"},   // the blocking wait for new entries; groups
 	}
 	// aclReplicaCommands serve PublisherConfig.WaitReplicas (internal/replicas): WAIT after a

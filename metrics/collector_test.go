@@ -63,6 +63,13 @@ func newBackendOn(t *testing.T, c redis.UniversalClient, name string) pubsub.Bac
 	return nil
 }
 
+// subscribed registers pubsub.DefaultGroup on topic, as a subscriber would, so what is
+// published there is routed to it (rather than to the topic's backlog).
+func subscribed(t *testing.T, b pubsub.Backend, topic string) {
+	t.Helper()
+	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: topic, Group: pubsub.DefaultGroup}))
+}
+
 // publish publishes n messages to topic through the Watermill publisher, delayed by delay.
 func publish(t *testing.T, b pubsub.Backend, topic string, n int, delay time.Duration) {
 	t.Helper()
@@ -100,7 +107,7 @@ func nack(t *testing.T, b pubsub.Backend, topic, group string, item pubsub.NackI
 //	                the dead letters, 2 stale nacks by the consumer that had acked
 //	orders/audit    ready 5, delayed 1: 2 claimed under a 1 ms lease and reclaimed, 1 claimed
 //	                again and nacked back to ready
-//	emails/default  ready 2 (published with no group registered)
+//	emails/default  ready 2
 func fill(t *testing.T, b pubsub.Backend) {
 	t.Helper()
 	ctx := context.Background()
@@ -109,6 +116,7 @@ func fill(t *testing.T, b pubsub.Backend) {
 	}
 	publish(t, b, "orders", 5, 0)
 	publish(t, b, "orders", 1, time.Hour)
+	subscribed(t, b, "emails")
 	publish(t, b, "emails", 2, 0)
 
 	d := claim(t, b, "orders", "workers", 5, time.Minute)
@@ -277,12 +285,14 @@ func TestCollectorDiscoversTopics(t *testing.T) {
 	if _, ok := b.(pubsub.TopicLister); !ok {
 		b = topicLister{Backend: zb, mu: &mu, topics: &topics}
 	}
+	subscribed(t, zb, "a")
 	publish(t, zb, "a", 1, 0)
 	c, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []pubsub.Backend{b}})
 	require.NoError(t, err)
 	require.Equal(t, 1.0, gather(t, c)[`relq_ready{backend="zset",group="default",topic="a"}`])
 	require.Equal(t, 1, testutil.CollectAndCount(c, "relq_ready"))
 
+	subscribed(t, zb, "b")
 	publish(t, zb, "b", 2, 0)
 	mu.Lock()
 	topics = append(topics, "b")
@@ -308,6 +318,7 @@ func TestCollectorRedisDown(t *testing.T) {
 	var backends []pubsub.Backend
 	for _, a := range adapters {
 		b := newBackendOn(t, client, a.name)
+		subscribed(t, b, "orders")
 		publish(t, b, "orders", 1, 0)
 		backends = append(backends, b)
 	}
@@ -374,6 +385,7 @@ func TestCollectorTimeout(t *testing.T) {
 	hung := stuck{release: make(chan struct{})}
 	t.Cleanup(func() { close(hung.release) })
 	b := newBackend(t, "list")
+	subscribed(t, b, "orders")
 	publish(t, b, "orders", 2, 0)
 	c, err := metrics.NewCollector(metrics.CollectorConfig{
 		Backends: []pubsub.Backend{hung, b},
@@ -430,6 +442,7 @@ func TestCollectorConstLabels(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	for _, p := range []string{"billing", "mail"} {
 		b := newBackend(t, "zset")
+		subscribed(t, b, "orders")
 		publish(t, b, "orders", 1, 0)
 		c, err := metrics.NewCollector(metrics.CollectorConfig{
 			Backends:    []pubsub.Backend{b},

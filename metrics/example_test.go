@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,9 @@ func ExampleNewCollector() {
 	if err != nil {
 		panic(err)
 	}
+	// The group a subscriber of "orders" registers: without one, messages wait in the topic's
+	// backlog, which has no group series.
+	_ = backend.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "orders", Group: pubsub.DefaultGroup})
 	pub, _ := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, nil)
 	_ = pub.Publish("orders", message.NewMessage("1", []byte("a")), message.NewMessage("2", []byte("b")))
 

@@ -319,6 +319,8 @@ func TestIdempotentProducedMessages(t *testing.T) {
 	var runs calls[int]
 	r := newRouter(t, idempotent(t, cfg))
 	out := &failFirstPublish{Publisher: e.pub}
+	// A group on the output topic counts what reaches it (without one it would wait in the backlog).
+	require.NoError(t, e.backend.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "enriched", Group: pubsub.DefaultGroup}))
 	r.AddHandler("enrich", "orders", e.subscriber(pubsub.SubscriberConfig{}), "enriched", out,
 		func(msg *message.Message) ([]*message.Message, error) {
 			runs.add(pubsub.Attempt(msg))

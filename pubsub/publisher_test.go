@@ -219,6 +219,7 @@ func TestPublisherWaitReplicas(t *testing.T) {
 	inner, err := list.New(client, list.Options{Prefix: redistest.Prefix(t)})
 	require.NoError(t, err)
 	b := waitingBackend{Backend: inner, client: client}
+	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "t", Group: pubsub.DefaultGroup}))
 	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond}, nil)
 	require.NoError(t, err)
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -59,17 +60,19 @@ func (b *Backend) wait(ctx context.Context, p *pubsub.ClaimParams, count int, wa
 		return nil, false, err
 	}
 	// An entry that was someone else's by the time it was registered returns nothing: the
-	// loop claims again and waits for the next one.
-	ds, err := b.register(ctx, p, count, entry)
-	return ds, true, err
+	// loop claims again and waits for the next one. A paused group got it back in ready.
+	c, err := b.register(ctx, p, count, entry)
+	if err == nil && c.Paused {
+		err = engine.ErrPaused
+	}
+	return c.Deliveries, true, err
 }
 
 // register runs register.lua for the entry BLMOVE moved, claiming up to count in all.
-func (b *Backend) register(ctx context.Context, p *pubsub.ClaimParams, count int, entry string) ([]pubsub.Delivery, error) {
+func (b *Backend) register(ctx context.Context, p *pubsub.ClaimParams, count int, entry string) (engine.Claimed, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registerTimeout)
 	defer cancel()
-	c, err := b.RunClaim(ctx, "register", p, p.Consumer, count, backendkit.Millis(p.Lease), entry)
-	return c.Deliveries, err
+	return b.RunClaim(ctx, "register", p, p.Consumer, count, backendkit.Millis(p.Lease), entry, p.Group)
 }
 
 // blmove runs BLMOVE ready processing RIGHT LEFT with a millisecond timeout, on a connection

@@ -94,6 +94,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.EnsureGroup("t", "g")
 	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
 	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
@@ -108,6 +109,7 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 	b, err := New(c, Options{Prefix: redistest.Prefix(t)})
 	require.NoError(t, err)
 	require.Equal(t, 150*time.Millisecond, b.maxBlock)
+	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "t", Group: "g"}))
 
 	// A claim blocking longer than the read timeout loops in bounded BLMOVEs, without errors.
 	ds, err := b.Claim(context.Background(), &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 500 * time.Millisecond})

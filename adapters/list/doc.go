@@ -9,10 +9,16 @@
 // except the three of the ready store (lua/store.lua):
 //
 //	T:meta                     HASH    seq (delivery ID counter), ver (registry version),
-//	                                   layout (2), publish lanes p:<instance>:<n>
+//	                                   layout (2), publish lanes p:<instance>:<n>, backlog
+//	                                   (while there is one), expire (all groups ephemeral)
 //	T:bodies                   HASH    id -> encoded envelope, stored once for all groups
 //	T:refs                     HASH    id -> groups still holding it, only while more than one
-//	T:registry                 HASH    group -> seq when it registered
+//	T:registry                 HASH    group -> "seq[:flags]": seq when it registered, flags
+//	                                   p (paused), e (ephemeral)
+//	T:ephemeral                ZSET    ephemeral group -> its latest member's deadline (ms)
+//	T:trash                    ZSET    id -> when a deleted group's keys moved to T:trash:<id>:*
+//	T:backlog:<store key>      ...     what was published while the topic had no group (ready,
+//	                                   delayed, processing), renamed to the first group's
 //	T:g:<group>:ready          LIST    "id@ms" (ready since ms): published at the left, claimed
 //	                                   from the right
 //	T:g:<group>:delayed        ZSET    id -> due (ms): delayed publishes and nack backoff
@@ -25,8 +31,11 @@
 //	T:g:<group>:dead           ZSET    id -> dead-lettered at (ms), oldest first
 //	T:g:<group>:dead_info      HASH    id -> "attempts||reason"
 //	T:g:<group>:counters       HASH    cumulative counters (claimed, acked, ...)
+//	T:g:<group>:members        ZSET    an ephemeral group's consumers -> deadline (ms)
+//	T:trash:<id>:<name>        ...     a deleted group's keys until drain.lua freed them
 //
-// When every message is acked, only meta, registry and the counters remain.
+// When every message is acked, only meta, registry and the counters remain; when the last
+// group is deleted, nothing.
 //
 // # How the contract is kept
 //
@@ -51,5 +60,6 @@
 // they are claimed next; a delayed retry waits in the delayed ZSET. Delayed messages are
 // promoted to the back of ready by Claim and Reclaim once due, so with delays, order is by
 // promotion rather than strictly by due time. A new group sees only messages published after
-// it registered (Capabilities.NewGroupReplay is false).
+// it registered (Capabilities.NewGroupReplay is false), but for the topic's first group, which
+// takes the backlog: what was published while the topic had no group.
 package list

@@ -12,6 +12,7 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("orders", pubsub.DefaultGroup)
+	e.EnsureGroup("orders", pubsub.DefaultGroup)
 
 	require.Equal(t, []string{"1", "2", "3"}, e.Publish("orders", "a", "b", "c"))
 	require.Equal(t, []string{"3", "2", "1"}, e.readyIDs(k.ready), "published at the left")
@@ -21,7 +22,7 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.False(t, e.Exists(k.topic.refs), "one group: no reference counts")
 	groups, err := e.b.Groups(e.Ctx, "orders")
 	require.NoError(t, err)
-	require.Equal(t, []string{pubsub.DefaultGroup}, groups, "publishing to a topic without groups registers default")
+	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
 
 	first := e.Claim("orders", pubsub.DefaultGroup, "c1", 2)
 	require.Equal(t, []string{"1", "2"}, adaptertest.IDs(first))
@@ -76,21 +77,22 @@ func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {
 func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.EnsureGroup("t", "early")
 	first := e.Publish("t", "before")
-	// Another process registers a group: this backend's cached registry ({default}) is stale.
+	// Another process registers a group: this backend's cached registry ({early}) is stale.
 	other, err := New(e.C, Options{Prefix: e.Prefix})
 	require.NoError(t, err)
 	require.NoError(t, other.EnsureGroup(e.Ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "late", FromOldest: true}))
 	second := e.Publish("t", "after")
 
 	require.Equal(t, []string{"after"}, adaptertest.Payloads(e.Claim("t", "late", "c", 10)))
-	require.Equal(t, []string{"before", "after"}, adaptertest.Payloads(e.Claim("t", pubsub.DefaultGroup, "c", 10)))
+	require.Equal(t, []string{"before", "after"}, adaptertest.Payloads(e.Claim("t", "early", "c", 10)))
 	require.Equal(t, map[string]string{second[0]: "2"}, e.Hash(e.gk("t", "late").topic.refs),
 		"only the message held by two groups has a count; one holder needs none")
 	require.Len(t, first, 1)
 	groups, err := e.b.Groups(e.Ctx, "t")
 	require.NoError(t, err)
-	require.Equal(t, []string{pubsub.DefaultGroup, "late"}, groups)
+	require.Equal(t, []string{"early", "late"}, groups)
 }
 
 func TestPublishEmptyBatchWritesNothing(t *testing.T) {

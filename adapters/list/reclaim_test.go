@@ -97,8 +97,9 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	require.Equal(t, []string{id}, e.ZMembers(k.pending))
 	require.Equal(t, map[string]string{id: ""}, e.holders(k), "an orphan lease is held by nobody")
 	orphanSince := e.pendingSince(k, id)
-	ds, err := e.b.register(e.Ctx, p, 1, entry)
+	c, err := e.b.register(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
+	ds := c.Deliveries
 	require.Equal(t, []string{id}, adaptertest.IDs(ds))
 	require.Equal(t, 1, ds[0].Attempt)
 	require.Equal(t, map[string]string{id: "c1"}, e.holders(k))
@@ -106,8 +107,9 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 
 	// Registering a held id returns nothing for it; the script claims from ready instead.
 	p.Consumer = "c2"
-	ds, err = e.b.register(e.Ctx, p, 1, entry)
+	c, err = e.b.register(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
+	ds = c.Deliveries
 	require.Equal(t, []string{"2"}, adaptertest.IDs(ds))
 	require.Equal(t, map[string]string{id: "c1", "2": "c2"}, e.holders(k))
 
@@ -115,8 +117,9 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	// out into pending.
 	entry = e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val()
 	require.Regexp(t, `^3@\d+$`, entry)
-	ds, err = e.b.register(e.Ctx, p, 1, entry)
+	c, err = e.b.register(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
+	ds = c.Deliveries
 	require.Equal(t, []string{"3"}, adaptertest.IDs(ds))
 	require.Equal(t, map[string]int{"1": 1, "2": 1, "3": 1}, e.attempts(k))
 	require.Equal(t, map[string]string{"1": "c1", "2": "c2", "3": "c2"}, e.holders(k))
@@ -125,9 +128,9 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 
 	// An entry no longer in processing (say its orphan lease expired and it went back to
 	// ready, then was claimed) is not registered, and ready is empty: nothing comes back.
-	ds, err = e.b.register(e.Ctx, p, 1, "99@1")
+	c, err = e.b.register(e.Ctx, p, 1, "99@1")
 	require.NoError(t, err)
-	require.Empty(t, ds)
+	require.Empty(t, c.Deliveries)
 	require.False(t, e.Exists(k.processing))
 	require.Equal(t, []string{"1", "2", "3"}, e.ZMembers(k.pending))
 	require.Equal(t, int64(3), e.Stats("t", "g").Counters.Claimed)

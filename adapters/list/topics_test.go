@@ -39,8 +39,8 @@ func TestTopicsListsTopicsWithAGroup(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, topics)
 
-	// A group registered without a publish, a publish without a group (default), and a topic
-	// name holding ':' all count.
+	// A group registered without a publish, a publish without a group (its backlog), and a
+	// topic name holding ':' all count.
 	require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "orders", Group: "billing"}))
 	publishTo(t, b, "audit:eu", 2)
 	topics, err = b.Topics(ctx)
@@ -90,8 +90,9 @@ func TestTopicsIgnoresLookalikeKeys(t *testing.T) {
 	require.Equal(t, []string{"elsewhere"}, topics)
 }
 
-// Each backend finds its topics by a key only it writes (list T:registry, zset T:zregistry,
-// streams T:stream), so the list backend lists none of the others' topics.
+// Each backend finds its topics by what only it writes (list T:registry or its mark on a
+// backlog in T:meta, zset T:zregistry or its mark, streams T:stream), so the list backend
+// lists none of the others' topics, backlogs included.
 func TestTopicsLeavesOutOtherBackendsTopics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -142,6 +143,7 @@ func TestTopicsTellsADrainedListTopicFromAZsetOne(t *testing.T) {
 	zb, err := zset.New(c, zset.Options{Prefix: prefix})
 	require.NoError(t, err)
 
+	require.NoError(t, lb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "drained", Group: pubsub.DefaultGroup}))
 	publishTo(t, lb, "drained", 1)
 	ds, err := lb.Claim(ctx, &pubsub.ClaimParams{Topic: "drained", Group: pubsub.DefaultGroup, Consumer: "c", Count: 1, Lease: time.Minute})
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package list
 
 import (
 	"testing"
+	"time"
 
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
@@ -24,7 +25,8 @@ func TestOptions(t *testing.T) {
 	c := redistest.Shared(t).Client(t)
 	b, err := New(c, Options{})
 	require.NoError(t, err)
-	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault}, Options{}.WithDefaults())
+	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
+		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault}, Options{}.WithDefaults())
 	require.Equal(t, BatchSizeDefault, b.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:meta", b.keys("t", "g").Meta(), "keys start with the default prefix")
 	require.Equal(t, "list", b.Name())
@@ -34,6 +36,12 @@ func TestOptions(t *testing.T) {
 	var ce *pubsub.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "BatchSize", ce.Field)
+	_, err = New(c, Options{BacklogLimit: -1})
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "BacklogLimit", ce.Field)
+	_, err = New(c, Options{BacklogTTL: -time.Second})
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "BacklogTTL", ce.Field)
 	_, err = New(nil, Options{})
 	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
 }

@@ -41,6 +41,7 @@ var (
 	_ pubsub.Backend       = (*Backend)(nil)
 	_ pubsub.TopicLister   = (*Backend)(nil)
 	_ pubsub.ReplicaWaiter = (*Backend)(nil)
+	_ pubsub.Ephemeral     = (*Backend)(nil)
 )
 
 var _ pubsub.EvictionReader = (*Backend)(nil)

@@ -294,6 +294,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.EnsureGroup("t", "g")
 	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
 	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
@@ -308,6 +309,7 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 	b, err := New(c, Options{Prefix: redistest.Prefix(t)})
 	require.NoError(t, err)
 	require.Equal(t, 50*time.Millisecond, b.maxBlock, "Redis may end a block a server tick late")
+	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "t", Group: "g"}))
 
 	// A claim blocking longer than the read timeout loops in bounded BLPOPs, without errors.
 	ds, err := b.Claim(context.Background(), &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 500 * time.Millisecond})
@@ -329,6 +331,7 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 func TestClaimIsBoundedByBatchSize(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
+	e.EnsureGroup("t", pubsub.DefaultGroup)
 	e.Publish("t", "a", "b", "c")
 	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(e.Claim("t", pubsub.DefaultGroup, "c", 100)))
 }

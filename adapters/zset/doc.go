@@ -10,10 +10,16 @@
 // except the three of the ready store (lua/store.lua) and the consumers' own wake-up lists:
 //
 //	T:meta                      HASH    seq (delivery ID counter), ver (registry version),
-//	                                    layout (2), publish lanes, w:<group> (asleep until, ms)
+//	                                    layout (2), publish lanes, w:<group> (asleep until, ms),
+//	                                    backlog (while there is one), expire (all ephemeral)
 //	T:bodies                    HASH    id -> encoded envelope, stored once for all groups
 //	T:refs                      HASH    id -> groups still holding it, only while more than one
-//	T:zregistry                 HASH    group -> seq when it registered (not "registry": see Topics)
+//	T:zregistry                 HASH    group -> "seq[:flags]": seq when it registered, flags
+//	                                    p (paused), e (ephemeral) (not "registry": see Topics)
+//	T:ephemeral                 ZSET    ephemeral group -> its latest member's deadline (ms)
+//	T:trash                     ZSET    id -> when a deleted group's keys moved to T:trash:<id>:*
+//	T:backlog:queue, :ready     ZSET    what was published while the topic had no group,
+//	                                    renamed to the first group's queue and ready
 //	T:g:<group>:queue           ZSET    "<due><n><id>" -> rank: the due messages, in claim order
 //	T:g:<group>:ready           ZSET    "<rank>:<id>" -> due time (ms): delayed messages, and
 //	                                    due ones no claim has moved to queue yet
@@ -27,9 +33,11 @@
 //	T:g:<group>:dead            ZSET    id -> dead-lettered at (ms), oldest first
 //	T:g:<group>:dead_info       HASH    id -> "attempts|due:priority|reason"
 //	T:g:<group>:counters        HASH    cumulative counters (claimed, acked, ...)
+//	T:g:<group>:members         ZSET    an ephemeral group's consumers -> deadline (ms)
+//	T:trash:<id>:<name>         ...     a deleted group's keys until drain.lua freed them
 //
 // When every message is acked, only meta, zregistry and the counters remain (and, for up to
-// ten seconds, a wake-up token).
+// ten seconds, a wake-up token); when the last group is deleted, nothing.
 //
 // # Members and the ordering rule
 //

@@ -14,6 +14,7 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("orders", pubsub.DefaultGroup)
+	e.EnsureGroup("orders", pubsub.DefaultGroup)
 
 	before := e.redisNow()
 	require.Equal(t, []string{"1", "2", "3"}, e.Publish("orders", "a", "b", "c"))
@@ -35,7 +36,7 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 		"due now: straight to the queue; nothing in the due-time ZSET")
 	groups, err := e.b.Groups(e.Ctx, "orders")
 	require.NoError(t, err)
-	require.Equal(t, []string{pubsub.DefaultGroup}, groups, "publishing to a topic without groups registers default")
+	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
 
 	first := e.Claim("orders", pubsub.DefaultGroup, "c1", 2)
 	require.Equal(t, []string{"1", "2"}, adaptertest.IDs(first))
@@ -71,6 +72,7 @@ func TestPublishScoresAreDueTimesOnTheRedisClock(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	k := e.gk("t", pubsub.DefaultGroup)
+	e.EnsureGroup("t", pubsub.DefaultGroup)
 	before := e.redisNow()
 	got, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
 		{Envelope: adaptertest.Envelope("now")},
@@ -120,21 +122,22 @@ func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {
 func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.EnsureGroup("t", "early")
 	first := e.Publish("t", "before")
-	// Another process registers a group: this backend's cached registry ({default}) is stale.
+	// Another process registers a group: this backend's cached registry ({early}) is stale.
 	other, err := New(e.C, Options{Prefix: e.Prefix})
 	require.NoError(t, err)
 	require.NoError(t, other.EnsureGroup(e.Ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "late", FromOldest: true}))
 	second := e.Publish("t", "after")
 
 	require.Equal(t, []string{"after"}, adaptertest.Payloads(e.Claim("t", "late", "c", 10)))
-	require.Equal(t, []string{"before", "after"}, adaptertest.Payloads(e.Claim("t", pubsub.DefaultGroup, "c", 10)))
+	require.Equal(t, []string{"before", "after"}, adaptertest.Payloads(e.Claim("t", "early", "c", 10)))
 	require.Equal(t, map[string]string{second[0]: "2"}, e.Hash(e.gk("t", "late").refs),
 		"only the message held by two groups has a count; one holder needs none")
 	require.Len(t, first, 1)
 	groups, err := e.b.Groups(e.Ctx, "t")
 	require.NoError(t, err)
-	require.Equal(t, []string{pubsub.DefaultGroup, "late"}, groups)
+	require.Equal(t, []string{"early", "late"}, groups)
 }
 
 func TestPublishEmptyBatchWritesNothing(t *testing.T) {

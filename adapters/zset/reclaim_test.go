@@ -85,6 +85,7 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 func TestThereAreNoOrphans(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.EnsureGroup("t", pubsub.DefaultGroup)
 	e.Publish("t", "x")
 	id, err := e.b.Faults().InjectOrphan(e.Ctx, "t", pubsub.DefaultGroup)
 	require.ErrorIs(t, err, pubsub.ErrNotImplemented)

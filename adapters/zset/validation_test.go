@@ -27,7 +27,8 @@ func TestOptionsAndCapabilities(t *testing.T) {
 	c := redistest.Shared(t).Client(t)
 	b, err := New(c, Options{})
 	require.NoError(t, err)
-	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault}, Options{}.WithDefaults())
+	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
+		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault}, Options{}.WithDefaults())
 	require.Equal(t, BatchSizeDefault, b.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:g:g:ready", b.Keys("t", "g").Store("ready"), "keys start with the default prefix")
 	require.Equal(t, "zset", b.Name())

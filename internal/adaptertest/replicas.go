@@ -18,7 +18,7 @@ import (
 // PublishWaitsForReplica checks that with WaitReplicas, Publish returns nil only once the
 // replica has the messages, and fails with ErrNotReplicated when it cannot get them. stored
 // reads, on the replica, how many messages topic "t" under prefix holds for
-// pubsub.DefaultGroup.
+// pubsub.DefaultGroup, which is registered first.
 func PublishWaitsForReplica(t *testing.T, build Build, stored func(ctx context.Context, replica *redis.Client, prefix string) int64) {
 	primary := redistest.Start(t, redistest.Options{})
 	replica := redistest.Start(t, redistest.Options{Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port)}})
@@ -33,6 +33,7 @@ func PublishWaitsForReplica(t *testing.T, build Build, stored func(ctx context.C
 	h, err := build(pc, prefix, conformance.Options{})
 	require.NoError(t, err)
 	backend := h.Backend
+	require.NoError(t, backend.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: pubsub.DefaultGroup}))
 	pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{WaitReplicas: 1, WaitTimeout: 5 * time.Second}, nil)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish("t", message.NewMessage("1", []byte("x"))))

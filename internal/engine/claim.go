@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/relq/relq/internal/backendkit"
@@ -14,7 +16,16 @@ type Claimed struct {
 	// Wait is, when nothing was claimed, how long until the store's earliest scheduled message
 	// is due (0: now), or -1 when nothing is scheduled; -1 when something was claimed.
 	Wait time.Duration
+	// Paused reports a paused group: nothing was claimed, and nothing should be waited for.
+	Paused bool
 }
+
+// ErrPaused is what a backend's Wait returns when the claim it ran after its blocking command
+// found the group paused (list's register.lua): the engine then sleeps out the claim's Block.
+var ErrPaused = errors.New("engine: group paused")
+
+// paused is the wait claim.lua and register.lua report for a paused group (engine.lua).
+const paused = -2
 
 // ClaimOnce runs claim.lua: up to p.Count ready messages (at most BatchSize) under a lease of
 // p.Lease. block is how long the caller will then wait for a wake-up if nothing was ready.
@@ -26,7 +37,7 @@ func (e *Engine) ClaimOnce(ctx context.Context, p *pubsub.ClaimParams, block tim
 	res, err := e.run(ctx, "claim", e.Keys(p.Topic, p.Group).all, p.Consumer, count,
 		backendkit.Millis(p.Lease), e.store.BatchSize, p.Group, backendkit.Millis(block)).Slice()
 	if err != nil {
-		return Claimed{}, err
+		return Claimed{}, e.claimError(p, err)
 	}
 	return e.claimed(p.Topic, res), nil
 }
@@ -39,9 +50,17 @@ func (e *Engine) RunClaim(ctx context.Context, verb string, p *pubsub.ClaimParam
 	}
 	res, err := e.RunScript(ctx, script, e.Keys(p.Topic, p.Group).all, args...).Slice()
 	if err != nil {
-		return Claimed{}, err
+		return Claimed{}, e.claimError(p, err)
 	}
 	return e.claimed(p.Topic, res), nil
+}
+
+// claimError names the group of a claim that found it deleted.
+func (e *Engine) claimError(p *pubsub.ClaimParams, err error) error {
+	if errors.Is(err, pubsub.ErrGroupDeleted) {
+		return fmt.Errorf("%s: claim from group %q of topic %q: %w", e.store.Name, p.Group, p.Topic, pubsub.ErrGroupDeleted)
+	}
+	return err
 }
 
 // AddScript builds the store's own verb lua/<verb>.lua, for RunClaim or RunScript.
@@ -50,6 +69,9 @@ func (e *Engine) AddScript(verb string) {
 }
 
 func (e *Engine) claimed(topic string, res []any) Claimed {
+	if backendkit.Int(res[0]) == paused {
+		return Claimed{Wait: -1, Paused: true}
+	}
 	return Claimed{
 		Deliveries: backendkit.DecodeDeliveries(res[1:], topic, e.store.Name+": delivery", backendkit.DecodeEnvelope),
 		Wait:       millis(res[0]),

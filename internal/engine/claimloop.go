@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/relq/relq/pubsub"
@@ -17,7 +18,9 @@ type Wait func(ctx context.Context, p *pubsub.ClaimParams, count int, wait, dueI
 // wait, bounded by what is left of p.Block, the context's deadline and maxBlock (> 0: the
 // client's read timeout allows no longer), then claim.lua again after a wake-up. When Block
 // ends with nothing, it returns nothing without another claim.lua; the consumer's next Claims
-// go straight to the wait until IdleProbe passes or a due time it knows of comes.
+// go straight to the wait until IdleProbe passes or a due time it knows of comes. A paused
+// group claims nothing: Claim sleeps out p.Block (on the local clock, holding no connection)
+// and returns nothing.
 func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time.Duration, wait Wait) ([]pubsub.Delivery, error) {
 	if p.Lease <= 0 {
 		if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
@@ -42,6 +45,9 @@ func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time
 			if err != nil {
 				return nil, err
 			}
+			if c.Paused {
+				return e.sleepPaused(ctx, p, end)
+			}
 			if len(c.Deliveries) > 0 || p.Block <= 0 {
 				e.idle.Busy(p.Topic, p.Group, p.Consumer)
 				return c.Deliveries, nil
@@ -60,6 +66,8 @@ func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time
 		}
 		ds, woken, err := wait(ctx, p, count, w, dueIn)
 		switch {
+		case errors.Is(err, ErrPaused):
+			return e.sleepPaused(ctx, p, end)
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -74,5 +82,19 @@ func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time
 			return nil, nil // Block is over; the next Claim starts with claim.lua, or skips it
 		}
 		// Woken, or timed out early (a due time, maxBlock, the probe): claim again.
+	}
+}
+
+// sleepPaused waits until end (a paused group's claim's Block) or ctx's end, and returns
+// nothing. The consumer's next Claim runs the claim script, which sees a resume.
+func (e *Engine) sleepPaused(ctx context.Context, p *pubsub.ClaimParams, end time.Time) ([]pubsub.Delivery, error) {
+	e.idle.Busy(p.Topic, p.Group, p.Consumer)
+	t := time.NewTimer(time.Until(end))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }

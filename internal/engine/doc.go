@@ -5,6 +5,15 @@
 // counted), the names of its keys, and its own blocking claim.
 //
 // A script is common.lua (internal/luakit), the backend's constants, lua/engine.lua, the
-// backend's store.lua, then the verb's file (this package's lua/ or the backend's own).
+// backend's store.lua, lua/lifecycle.lua (registering and deleting groups, which uses the
+// store's functions), then the verb's file (this package's lua/ or the backend's own).
 // Every script declares all its keys in KEYS, so it stays single-slot on Cluster.
+//
+// The lifecycle (pubsub's backlog rule, Admin, Ephemeral): a topic with no group keeps what is
+// published in its backlog, T:backlog:<store key>, bounded and expiring, which the first group
+// to register RENAMEs to its own keys. A group's registry value carries its flags (paused,
+// ephemeral). Deleting a group unregisters it first (its claims then fail with
+// pubsub.ErrGroupDeleted, and settling writes nothing), then frees what it held in steps of
+// BatchSize through the topic's trash, which publishes, reclaims and deletes continue; the
+// last group takes every key of the topic with it.
 package engine

@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/internal/luakit"
+	"github.com/relq/relq/pubsub"
 )
 
 //go:embed lua/*.lua
@@ -51,6 +53,9 @@ type Engine struct {
 	store   Store
 	scripts map[string]*redis.Script
 	version backendkit.VersionGate
+	// backlogLimit and backlogTTL bound a topic's backlog (Options).
+	backlogLimit int
+	backlogTTL   time.Duration
 	// idle lets an idle consumer's Claims skip claim.lua for a while.
 	idle Idle
 	// waits runs the backend's blocking waits on connections of their own.
@@ -66,15 +71,17 @@ type Engine struct {
 	tokens   map[int]uint64
 }
 
-// New returns the engine of store under prefix.
+// New returns the engine of store under prefix, with the backlog's default bounds.
 func New(client redis.UniversalClient, prefix string, store Store) *Engine {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	e := &Engine{client: client, prefix: prefix, store: store, instance: hex.EncodeToString(id[:]),
-		tokens: map[int]uint64{}, waits: backendkit.NewWaits(client)}
+		tokens: map[int]uint64{}, waits: backendkit.NewWaits(client),
+		backlogLimit: pubsub.BacklogLimitDefault, backlogTTL: pubsub.BacklogTTLDefault}
 	e.scripts = map[string]*redis.Script{}
 	for _, verb := range []string{"publish", "ensuregroup", "claim", "ack", "nack", "extend", "reclaim",
-		"stats", "deadletters", "requeue", "purge", "inject"} {
+		"stats", "deadletters", "requeue", "purge", "inject",
+		"join", "pause", "topic", "deletegroup", "drain", "deletetopic"} {
 		e.scripts[verb] = redis.NewScript(e.Source(luaFiles, verb))
 	}
 	for _, verb := range messageVerbs {
@@ -84,8 +91,9 @@ func New(client redis.UniversalClient, prefix string, store Store) *Engine {
 }
 
 // Source returns the text of the script of verb, whose file is lua/<verb>.lua in fsys (this
-// package's or the store's; nil: this package's): common.lua, the constants, engine.lua and
-// store.lua, each cut to the definitions the verb needs (luakit.Link), then the verb.
+// package's or the store's; nil: this package's): common.lua, the constants, engine.lua,
+// store.lua and lifecycle.lua (which uses the store's functions), each cut to the definitions
+// the verb needs (luakit.Link), then the verb.
 func (e *Engine) Source(fsys fs.FS, verb string) string {
 	if fsys == nil {
 		fsys = luaFiles
@@ -94,9 +102,10 @@ func (e *Engine) Source(fsys fs.FS, verb string) string {
 	for i, n := range e.store.Keys {
 		names[i] = fmt.Sprintf("%q", n)
 	}
-	prelude := fmt.Sprintf("local LAYOUT = '%d'\nlocal STORE_KEY_NAMES = {%s}\n%s", Layout, strings.Join(names, ", "), e.store.Prelude)
+	prelude := fmt.Sprintf("local LAYOUT = '%d'\nlocal STORE_NAME = %q\nlocal STORE_KEY_NAMES = {%s}\n%s",
+		Layout, e.store.Name, strings.Join(names, ", "), e.store.Prelude)
 	return luakit.Link(read(fsys, "lua/"+verb+".lua"), luakit.Common(), prelude,
-		read(luaFiles, "lua/engine.lua"), read(e.store.Lua, "lua/store.lua"))
+		read(luaFiles, "lua/engine.lua"), read(e.store.Lua, "lua/store.lua"), read(luaFiles, "lua/lifecycle.lua"))
 }
 
 // Script returns the store's own verb (lua/<verb>.lua in Store.Lua) as a script.
@@ -157,11 +166,15 @@ func (e *Engine) run(ctx context.Context, verb string, keys []string, args ...an
 	return e.RunScript(ctx, e.scripts[verb], keys, args...)
 }
 
-// RunScript runs script and translates its layout error reply into a *LayoutError, and Redis's
-// out-of-memory refusal into pubsub.ErrRedisFull.
+// RunScript runs script and translates its error replies: a layout error into a
+// *LayoutError, gone() into an error matching pubsub.ErrGroupDeleted, a durable group's
+// refusal into pubsub.ErrNotEphemeral, and Redis's out-of-memory refusal into
+// pubsub.ErrRedisFull.
 func (e *Engine) RunScript(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := script.Run(ctx, e.client, keys, args...)
 	if err := e.layoutError(cmd.Err()); err != nil {
+		cmd.SetErr(err)
+	} else if err := e.replyError(cmd.Err()); err != nil {
 		cmd.SetErr(err)
 	} else if cmd.Err() != nil {
 		cmd.SetErr(backendkit.RedisFull(cmd.Err()))

@@ -13,24 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// backends are the two backends over the engine, each on a prefix of its own.
-func backends(t *testing.T) map[string]*engine.Engine {
-	c, prefix := adaptertest.Server(t)
-	l, err := list.New(c, list.Options{Prefix: prefix + "l"})
-	require.NoError(t, err)
-	z, err := zset.New(c, zset.Options{Prefix: prefix + "z"})
-	require.NoError(t, err)
-	return map[string]*engine.Engine{"list": l.Engine, "zset": z.Engine}
-}
-
-func messages(payloads ...string) []pubsub.OutMessage {
-	out := make([]pubsub.OutMessage, len(payloads))
-	for i, p := range payloads {
-		out[i] = pubsub.OutMessage{Envelope: adaptertest.Envelope(p)}
-	}
-	return out
-}
-
 // The Redis client resends a script whose reply it lost; the resend of a publish (same lane,
 // same token) stores nothing twice and returns the same IDs, while the lane's next call stores
 // anew. The lane record is a field of meta: no key per call, no expiry.
@@ -39,13 +21,14 @@ func TestPublishResentOnItsLaneStoresOnce(t *testing.T) {
 	for name, e := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
+			require.NoError(t, e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "orders", Group: "g"}))
 			p := &pubsub.PublishParams{Topic: "orders", Messages: messages("a", "b")}
 			first, err := e.PublishOn(ctx, p, 0, "7")
 			require.NoError(t, err)
 			again, err := e.PublishOn(ctx, p, 0, "7")
 			require.NoError(t, err)
 			require.Equal(t, first, again)
-			st, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "orders", Group: pubsub.DefaultGroup})
+			st, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "orders", Group: "g"})
 			require.NoError(t, err)
 			require.EqualValues(t, 2, st.Ready)
 			require.EqualValues(t, 2, st.Counters.Published)
@@ -57,7 +40,7 @@ func TestPublishResentOnItsLaneStoresOnce(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []string{"5", "6"}, other, "another lane's token is its own")
 
-			k := e.Keys("orders", pubsub.DefaultGroup)
+			k := e.Keys("orders", "g")
 			ttl := e.Client().PTTL(ctx, k.Meta()).Val()
 			require.Equal(t, time.Duration(-1), ttl, "meta exists and never expires")
 		})
@@ -82,9 +65,9 @@ func TestConcurrentPublishesTakeTheirOwnLanes(t *testing.T) {
 			for range calls {
 				require.NoError(t, <-errs)
 			}
-			st, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: pubsub.DefaultGroup})
+			topic, err := e.Topic(ctx, "t")
 			require.NoError(t, err)
-			require.EqualValues(t, calls, st.Ready)
+			require.EqualValues(t, calls, topic.Backlog)
 		})
 	}
 }
@@ -94,7 +77,7 @@ func TestConcurrentPublishesTakeTheirOwnLanes(t *testing.T) {
 func TestRegistryRejectsAForeignGroupName(t *testing.T) {
 	t.Parallel()
 	e := backends(t)["list"]
-	require.Equal(t, []string{pubsub.DefaultGroup}, e.Cached("t"))
+	require.Empty(t, e.Cached("t"), "no group known: the backlog")
 	require.NoError(t, e.Remember("t", []any{"3", "b", "a"}))
 	require.Equal(t, []string{"a", "b"}, e.Cached("t"), "sorted")
 	err := e.Remember("t", []any{"4", "a", "{x}"})
@@ -145,7 +128,7 @@ func TestAResendDoesNotHideANewGroup(t *testing.T) {
 
 // Groups whose registry lost its version (meta deleted by hand, or lost in a failover) still
 // receive what is published: the publish gives the registry a version and routes by it,
-// instead of registering the default group alone.
+// instead of storing to the backlog.
 func TestARegistryWithoutAVersionStillRoutes(t *testing.T) {
 	t.Parallel()
 	for name, e := range backends(t) {
@@ -160,7 +143,7 @@ func TestARegistryWithoutAVersionStillRoutes(t *testing.T) {
 			require.NoError(t, err)
 			groups, err := e.Groups(ctx, "t")
 			require.NoError(t, err)
-			require.Equal(t, []string{"a", "b"}, groups, "no default group registered")
+			require.Equal(t, []string{"a", "b"}, groups)
 			for _, g := range groups {
 				st, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: g})
 				require.NoError(t, err)

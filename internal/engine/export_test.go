@@ -19,3 +19,19 @@ func (e *Engine) Remember(topic string, reply []any) error {
 
 // Cached returns the groups Publish would route to on topic.
 func (e *Engine) Cached(topic string) []string { return e.cached(topic).groups }
+
+// Tag is the hash tag that starts every key of topic.
+func (e *Engine) Tag(topic string) string { return e.tag(topic) }
+
+// BacklogKeys are topic's backlog keys.
+func (e *Engine) BacklogKeys(topic string) []string { return e.backlog(topic) }
+
+// TrashKey is topic's trash ZSET.
+func (e *Engine) TrashKey(topic string) string { return e.topicKeys(topic).trash }
+
+// DeleteGroupSteps is DeleteGroup that stops after steps drain.lua calls, as a process that
+// dies half way through a deletion leaves it.
+func (e *Engine) DeleteGroupSteps(ctx context.Context, topic, group string, steps int) error {
+	_, err := e.deleteGroup(ctx, topic, group, modeAny, "", steps)
+	return err
+}

@@ -41,3 +41,19 @@ func (e *Engine) layoutError(err error) error {
 	found, _ := strconv.Atoi(strings.Fields(rest)[0])
 	return &LayoutError{Backend: e.store.Name, Found: found, Want: Layout}
 }
+
+// replyError turns the scripts' RELQGONE and RELQDURABLE error replies into errors matching
+// pubsub.ErrGroupDeleted and pubsub.ErrNotEphemeral; nil for any other error.
+func (e *Engine) replyError(err error) error {
+	var rerr redis.Error
+	if err == nil || !errors.As(err, &rerr) {
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(rerr.Error(), "RELQGONE "):
+		return fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrGroupDeleted)
+	case strings.HasPrefix(rerr.Error(), "RELQDURABLE "):
+		return fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrNotEphemeral)
+	}
+	return nil
+}

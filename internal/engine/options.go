@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
@@ -26,6 +28,15 @@ type Options struct {
 	// Redis while it runs. At most backendkit.BatchSizeMax (4096). Defaults to
 	// BatchSizeDefault (1000).
 	BatchSize int
+	// BacklogLimit bounds a topic's backlog: the messages published while the topic has no
+	// group, kept for the first group that registers (pubsub's backlog rule). A publish beyond
+	// it drops the oldest, those the first group would have received first. Defaults to
+	// pubsub.BacklogLimitDefault (10,000); negative is invalid.
+	BacklogLimit int
+	// BacklogTTL is how long a backlog, and its topic's keys, live after the last publish while
+	// no group registers; then Redis deletes them, and the topic starts its delivery IDs over.
+	// Defaults to pubsub.BacklogTTLDefault (24h); negative is invalid.
+	BacklogTTL time.Duration
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -36,6 +47,12 @@ func (o Options) WithDefaults() Options {
 	if o.BatchSize == 0 {
 		o.BatchSize = BatchSizeDefault
 	}
+	if o.BacklogLimit == 0 {
+		o.BacklogLimit = pubsub.BacklogLimitDefault
+	}
+	if o.BacklogTTL == 0 {
+		o.BacklogTTL = pubsub.BacklogTTLDefault
+	}
 	return o
 }
 
@@ -43,6 +60,12 @@ func (o Options) WithDefaults() Options {
 func (o Options) validate() error {
 	if err := backendkit.ValidatePrefix(o.Prefix); err != nil {
 		return err
+	}
+	if o.BacklogLimit < 0 {
+		return &pubsub.ConfigError{Field: "BacklogLimit", Reason: "must not be negative"}
+	}
+	if o.BacklogTTL < 0 {
+		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
 	}
 	return backendkit.ValidateBatchSize(o.BatchSize)
 }
@@ -59,5 +82,7 @@ func Open(client redis.UniversalClient, opts Options, store Store) (*Engine, err
 		return nil, err
 	}
 	store.BatchSize = opts.BatchSize
-	return New(client, opts.Prefix, store), nil
+	e := New(client, opts.Prefix, store)
+	e.backlogLimit, e.backlogTTL = opts.BacklogLimit, opts.BacklogTTL
+	return e, nil
 }

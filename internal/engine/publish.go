@@ -22,9 +22,14 @@ type registry struct {
 }
 
 // Publish stores the batch in one publish.lua call (one more per stale registry): the bodies
-// once, and each message in the ready store of every registered group, or of
-// pubsub.DefaultGroup when the topic has none yet. It returns the delivery IDs in order.
-// Priorities go through Store.Priority (0 without one).
+// once, and each message in the ready store of every registered group, or in the topic's
+// backlog while it has none (pubsub's backlog rule: Options.BacklogLimit, BacklogTTL). It
+// returns the delivery IDs in order. Priorities go through Store.Priority (0 without one).
+//
+// Publish also keeps the topic's lifecycle going: ephemeral groups whose members all expired
+// are deleted before the batch is stored (so it does not go to them), and a step of freeing
+// deleted groups' trash follows a publish that found some (an error there is left for the
+// next publish, Reclaim or delete to meet: the batch is stored).
 func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string, error) {
 	if err := e.Check(ctx, "topic", p.Topic); err != nil {
 		return nil, err
@@ -41,11 +46,11 @@ func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string
 func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, token string) ([]string, error) {
 	topic, msgs := p.Topic, p.Messages
 	reg := e.cached(topic)
-	tk := e.topicKeys(topic).list()
-	for range publishTries {
-		keys := slices.Clone(tk)
-		args := make([]any, 0, 5+len(reg.groups)+3*len(msgs))
-		args = append(args, pubsub.DefaultGroup, reg.version, lane, token, len(reg.groups))
+	head := append(e.topicKeys(topic).list(), e.backlog(topic)...)
+	for tries, sweeps := 0, 0; tries < publishTries; {
+		keys := slices.Clone(head)
+		args := make([]any, 0, 6+len(reg.groups)+3*len(msgs))
+		args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), len(reg.groups))
 		for _, g := range reg.groups {
 			keys = append(keys, e.Keys(topic, g).storeOnly()...)
 			args = append(args, g)
@@ -61,30 +66,51 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 		if err != nil {
 			return nil, err
 		}
-		if backendkit.Int(res[0]) == 1 {
+		switch backendkit.Int(res[0]) {
+		case 1:
 			last := backendkit.Int(res[1])
 			if v, _ := res[2].(string); v != reg.version {
 				e.registries.Store(topic, registry{version: v, groups: reg.groups})
+			}
+			if backendkit.Int(res[3]) == 1 {
+				_ = e.drainTrash(ctx, topic, sweepSteps)
 			}
 			ids := make([]string, len(msgs))
 			for i := range ids {
 				ids[i] = strconv.FormatInt(last-int64(len(ids)-1-i), 10)
 			}
 			return ids, nil
-		}
-		if reg, err = e.remember(topic, res[1:]); err != nil {
-			return nil, err
+		case 2:
+			// Ephemeral groups whose members all expired: delete them, then learn the registry.
+			// A sweep is not a stale registry; it has a bound of its own.
+			if sweeps++; sweeps > publishTries {
+				return nil, fmt.Errorf("%s: publish to %q: its expired groups could not be deleted in %d tries", e.store.Name, topic, publishTries)
+			}
+			for _, g := range res[1:] {
+				name, _ := g.(string)
+				if err := pubsub.ValidateName("group", name); err != nil {
+					return nil, fmt.Errorf("%s: expired group: %w", e.store.Name, err)
+				}
+				if _, err := e.deleteGroup(ctx, topic, name, modeExpired, "", sweepSteps); err != nil {
+					return nil, err
+				}
+			}
+		default:
+			if reg, err = e.remember(topic, res[1:]); err != nil {
+				return nil, err
+			}
+			tries++
 		}
 	}
 	return nil, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
 }
 
-// cached returns the registry Publish last saw on topic, or version "0" with the default group.
+// cached returns the registry Publish last saw on topic, or version "0" with no group.
 func (e *Engine) cached(topic string) registry {
 	if v, ok := e.registries.Load(topic); ok {
 		return v.(registry)
 	}
-	return registry{version: "0", groups: []string{pubsub.DefaultGroup}}
+	return registry{version: "0"}
 }
 
 // remember caches a registry reply {version, groups...}. Names are checked again: a foreign
@@ -101,9 +127,6 @@ func (e *Engine) remember(topic string, reply []any) (registry, error) {
 			return reg, fmt.Errorf("%s: registered group: %w", e.store.Name, err)
 		}
 		reg.groups = append(reg.groups, g)
-	}
-	if len(reg.groups) == 0 {
-		reg.groups = []string{pubsub.DefaultGroup}
 	}
 	slices.Sort(reg.groups)
 	e.registries.Store(topic, reg)
@@ -133,15 +156,18 @@ func (e *Engine) freeLane(n int) {
 	e.lanes = append(e.lanes, n)
 }
 
-// EnsureGroup registers a group (ensuregroup.lua) and primes the publish cache with the
-// registry it returns, so the first Publish after a Subscribe needs no retry. The group
-// receives messages published from now on: p.FromOldest cannot be honoured (no
-// Capabilities.NewGroupReplay) and is ignored.
+// EnsureGroup registers a durable group (ensuregroup.lua) and primes the publish cache with
+// the registry it returns, so the first Publish after a Subscribe needs no retry. The group
+// receives messages published from now on, and the topic's backlog if it is the first group:
+// p.FromOldest asks for nothing more (no Capabilities.NewGroupReplay) and is ignored. A group
+// registered already, durable or ephemeral, stays as it is.
 func (e *Engine) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) error {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return err
 	}
-	res, err := e.run(ctx, "ensuregroup", e.topicKeys(p.Topic).list(), p.Group).Slice()
+	keys := append(e.topicKeys(p.Topic).list(), e.backlog(p.Topic)...)
+	keys = append(keys, e.Keys(p.Topic, p.Group).storeOnly()...)
+	res, err := e.run(ctx, "ensuregroup", keys, p.Group).Slice()
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func (e *Engine) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult
 	keys := e.Keys(p.Topic, p.Group).all
 	var total pubsub.AckResult
 	for items := range slices.Chunk(p.Items, e.store.BatchSize) {
-		res, err := backendkit.Ack(ctx, e.client, e.scripts["ack"], keys, []any{p.Consumer}, items)
+		res, err := backendkit.Ack(ctx, e.client, e.scripts["ack"], keys, []any{p.Group, p.Consumer}, items)
 		total.Acked += res.Acked
 		total.Stale += res.Stale
 		if err != nil {
@@ -39,7 +39,7 @@ func (e *Engine) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackRes
 	keys := e.Keys(p.Topic, p.Group).all
 	var total pubsub.NackResult
 	for items := range slices.Chunk(p.Items, e.store.BatchSize) {
-		res, err := backendkit.Nack(ctx, e.client, e.scripts["nack"], keys, []any{p.Consumer, max(p.MaxDeliveries, 0)}, items)
+		res, err := backendkit.Nack(ctx, e.client, e.scripts["nack"], keys, []any{p.Group, p.Consumer, max(p.MaxDeliveries, 0)}, items)
 		total.Requeued += res.Requeued
 		total.DeadLettered += res.DeadLettered
 		total.Stale += res.Stale
@@ -73,7 +73,10 @@ func (e *Engine) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string, 
 
 // Reclaim runs reclaim.lua: up to p.Count expired leases (BatchSize if zero), earliest
 // deadline first, go back to ready or, at p.MaxDeliveries, to the dead-letter store; then the
-// store's upkeep. orphanLease is the lease of an orphan the store finds.
+// store's upkeep. orphanLease is the lease of an orphan the store finds. When the script saw
+// ephemeral groups of the topic whose members all expired, or deleted groups' trash, Reclaim
+// deletes those groups and takes a step of freeing the trash (a group with no live
+// subscriber's process is found this way by the others' reclaim loops).
 func (e *Engine) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.ReclaimResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return pubsub.ReclaimResult{}, err
@@ -87,12 +90,20 @@ func (e *Engine) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.R
 		count = e.store.BatchSize
 	}
 	n, err := backendkit.Ints(e.run(ctx, "reclaim", e.Keys(p.Topic, p.Group).all,
-		max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count).Slice())
+		max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count, p.Group).Slice())
 	if err != nil {
 		return pubsub.ReclaimResult{}, err
 	}
 	res := pubsub.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1]), Orphans: int(n[2]), Promoted: int(n[3])}
 	setNextExpiry(&res, n[4], n[5] == 1)
+	if n[6] == 1 {
+		if err := e.sweepExpired(ctx, p.Topic); err != nil {
+			return res, err
+		}
+	}
+	if n[7] == 1 {
+		return res, e.drainTrash(ctx, p.Topic, sweepSteps)
+	}
 	return res, nil
 }
 

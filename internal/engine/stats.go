@@ -24,6 +24,7 @@ func (e *Engine) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stats
 	}
 	s := backendkit.DecodeStats(p.Topic, p.Group, res)
 	s.Counters.Published = backendkit.Int(res[7])
+	s.Paused = backendkit.Int(res[8]) == 1
 	return s, nil
 }
 

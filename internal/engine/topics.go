@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -10,14 +13,18 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
-// Topics returns the sorted names of the topics under the prefix that have a registered group,
-// found by SCAN (on every primary of a Cluster) for their registry HASH, which each backend
-// names apart. It reads the whole keyspace, so it is meant for tools, not for a hot path.
+// Topics returns the sorted names of the topics under the prefix that have a registered group
+// or a backlog (ListTopics' names).
 func (e *Engine) Topics(ctx context.Context) ([]string, error) {
-	if err := e.Check(ctx); err != nil {
+	infos, err := e.ListTopics(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return backendkit.ScanTopics(ctx, e.client, e.topicScan())
+	names := make([]string, len(infos))
+	for i, t := range infos {
+		names[i] = t.Name
+	}
+	return names, nil
 }
 
 // HasTopic reports whether Topics would list topic, in one round trip and without a SCAN.
@@ -25,19 +32,91 @@ func (e *Engine) HasTopic(ctx context.Context, topic string) (bool, error) {
 	if err := e.Check(ctx, "topic", topic); err != nil {
 		return false, err
 	}
-	return e.topicScan().Keep(ctx, topic)
+	t, _, err := e.describe(ctx, topic)
+	return err == nil && (len(t.Groups) > 0 || t.Backlog > 0), err
 }
 
-func (e *Engine) topicScan() backendkit.TopicScan {
-	registry := func(topic string) string { return e.topicKeys(topic).registry }
-	return backendkit.TopicScan{
-		Marker: func(topic, _ string) string { return registry(topic) },
-		Type:   "hash",
-		Keep: func(ctx context.Context, topic string) (bool, error) {
-			n, err := e.client.HLen(ctx, registry(topic)).Result()
-			return n > 0, err
-		},
+// ListTopics lists the topics under the prefix that have a group or a backlog of this
+// backend, sorted by name: a SCAN (on every primary of a Cluster) for the topics' meta HASH,
+// then topic.lua on each. It reads the whole keyspace, so it is meant for tools, not for a hot
+// path. Each backend keeps its registry, and marks its backlog in meta, under its own name,
+// so a prefix shared by list and zset topics lists each backend's own.
+func (e *Engine) ListTopics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+	if err := e.Check(ctx); err != nil {
+		return nil, err
 	}
+	names, err := backendkit.ScanTopics(ctx, e.client, backendkit.TopicScan{
+		Marker: func(topic, _ string) string { return e.topicKeys(topic).meta },
+		Type:   "hash",
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pubsub.TopicInfo, 0, len(names))
+	for _, name := range names {
+		t, _, err := e.describe(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("topic %q: %w", name, err)
+		}
+		if len(t.Groups) > 0 || t.Backlog > 0 {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// Topic describes a topic: its groups and its backlog. pubsub.ErrTopicNotFound when it has
+// neither.
+func (e *Engine) Topic(ctx context.Context, topic string) (pubsub.TopicInfo, error) {
+	if err := e.Check(ctx, "topic", topic); err != nil {
+		return pubsub.TopicInfo{}, err
+	}
+	t, _, err := e.describe(ctx, topic)
+	if err == nil && len(t.Groups) == 0 && t.Backlog == 0 {
+		err = fmt.Errorf("%s: topic %q: %w", e.store.Name, topic, pubsub.ErrTopicNotFound)
+	}
+	return t, err
+}
+
+// ListGroups lists the groups registered on a topic, sorted by name, with their flags and an
+// ephemeral group's deadline. pubsub.ErrTopicNotFound when the topic has neither a group nor
+// a backlog; none when it has only a backlog.
+func (e *Engine) ListGroups(ctx context.Context, topic string) ([]pubsub.GroupInfo, error) {
+	if err := e.Check(ctx, "topic", topic); err != nil {
+		return nil, err
+	}
+	t, groups, err := e.describe(ctx, topic)
+	if err == nil && len(t.Groups) == 0 && t.Backlog == 0 {
+		err = fmt.Errorf("%s: topic %q: %w", e.store.Name, topic, pubsub.ErrTopicNotFound)
+	}
+	return groups, err
+}
+
+// describe reads topic.lua's view of a topic, groups sorted by name.
+func (e *Engine) describe(ctx context.Context, topic string) (pubsub.TopicInfo, []pubsub.GroupInfo, error) {
+	res, err := e.run(ctx, "topic", append(e.topicKeys(topic).list(), e.backlog(topic)...)).Slice()
+	if err != nil {
+		return pubsub.TopicInfo{}, nil, err
+	}
+	t := pubsub.TopicInfo{Name: topic, Backlog: backendkit.Int(res[0]), Groups: []string{}}
+	groups := []pubsub.GroupInfo{}
+	for i := 1; i+2 < len(res); i += 3 {
+		name, _ := res[i].(string)
+		value, _ := res[i+1].(string)
+		g := pubsub.GroupInfo{Topic: topic, Name: name}
+		_, flags, _ := strings.Cut(value, ":")
+		g.Paused = strings.Contains(flags, "p")
+		g.Ephemeral = strings.Contains(flags, "e")
+		if at := backendkit.Int(res[i+2]); at >= 0 {
+			g.Expires = time.UnixMilli(at)
+		}
+		groups = append(groups, g)
+	}
+	slices.SortFunc(groups, func(a, b pubsub.GroupInfo) int { return strings.Compare(a.Name, b.Name) })
+	for _, g := range groups {
+		t.Groups = append(t.Groups, g.Name)
+	}
+	return t, groups, nil
 }
 
 // WaitReplicas waits until n replicas have every write made to topic so far (Redis WAIT).

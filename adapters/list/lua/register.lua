@@ -7,15 +7,26 @@
 -- (an orphan lease expired and it went back to ready), it is someone else's now and is not
 -- returned. processing holds only entries in that window, so LREM finds it near the head.
 --
--- KEYS -> the topic's 5 keys, then the group's (internal/engine's keys_at)
+-- A paused group's entry goes back to the consume end of ready, where BLMOVE took it from,
+-- and nothing is returned (PAUSED); a group that is not registered gets the error reply gone()
+-- (its keys, processing included, went with its deletion).
+--
+-- KEYS -> the topic's 7 keys, then the group's (internal/engine's keys_at)
 -- ARGV[1] -> consumer
 -- ARGV[2] -> N, the most messages to return, the BLMOVEd one included
 -- ARGV[3] -> lease in ms
 -- ARGV[4] -> the entry BLMOVE returned
--- Returns {-1, id1, attempt1, body1, ...}, like claim.lua.
+-- ARGV[5] -> the group's name
+-- Returns {-1, id1, attempt1, body1, ...}, like claim.lua, or {PAUSED}.
 
 local k = keys_at(TOPIC_KEYS + 1)
 drain_ok(k.meta)
+local _, paused, ephemeral = reg_parse(redis.call('HGET', k.registry, ARGV[5]))
+if paused == nil then return gone() end
+if paused then
+  if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then redis.call('RPUSH', k.ready, ARGV[4]) end
+  return {PAUSED}
+end
 local consumer, n = ARGV[1], tonumber(ARGV[2])
 local id = split(ARGV[4])
 local now = now_ms()
@@ -38,4 +49,5 @@ if n > got then
   got = got + lease(k, ids, nil, consumer, now, deadline, out)
 end
 count(k, 'claimed', got)
+if ephemeral then keep_expiry(k) end
 return out

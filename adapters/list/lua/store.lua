@@ -128,6 +128,27 @@ local function store_upkeep(k, now, n, orphan_lease)
   return promoted, #items
 end
 
+-- store_size is how many messages the store holds: ready, delayed and in processing. O(1).
+local function store_size(k)
+  return redis.call('LLEN', k.ready) + redis.call('ZCARD', k.delayed) + redis.call('LLEN', k.processing)
+end
+
+-- store_drop removes up to n messages, those a claim would take first (the consume end of
+-- ready), then the earliest delayed, then processing, and returns their ids and how many it
+-- removed (a backlog over its limit, a deleted group's keys being freed).
+local function store_drop(k, n)
+  local ids = {}
+  for _, e in ipairs(redis.call('RPOP', k.ready, n) or {}) do ids[#ids + 1] = split(e) end
+  if #ids < n then
+    local z = redis.call('ZPOPMIN', k.delayed, n - #ids)
+    for i = 1, #z, 2 do ids[#ids + 1] = z[i] end
+  end
+  if #ids < n then
+    for _, e in ipairs(redis.call('RPOP', k.processing, n - #ids) or {}) do ids[#ids + 1] = split(e) end
+  end
+  return ids, #ids
+end
+
 -- store_counts returns ready, delayed, the oldest ready-since time among the window entries at
 -- each end of ready (nil: none), and the entries staged in processing, which count as pending.
 -- Everything between the ends was pushed at the back in time order (publish, requeue) or is a

@@ -197,6 +197,33 @@ local function store_next_due(_, _) return -1 end
 -- script).
 local function store_upkeep(_, _, _, _) return 0, 0 end
 
+-- store_size is how many messages the store holds: queue and ready. O(1).
+local function store_size(k)
+  return redis.call('ZCARD', k.queue) + redis.call('ZCARD', k.ready)
+end
+
+-- store_drop removes up to n messages, those a claim would take first (the head of queue),
+-- then the earliest of ready, and returns their ids and how many members it removed, foreign
+-- ones included (a backlog over its limit, a deleted group's keys being freed).
+local function store_drop(k, n)
+  local ids, removed = {}, 0
+  local top = redis.call('ZPOPMIN', k.queue, n)
+  for i = 1, #top, 2 do
+    local id = unqueue(top[i])
+    if id then ids[#ids + 1] = id end
+  end
+  removed = #top / 2
+  if removed < n then
+    local due = redis.call('ZPOPMIN', k.ready, n - removed)
+    for i = 1, #due, 2 do
+      local id = id_of(due[i])
+      if id then ids[#ids + 1] = id end
+    end
+    removed = removed + #due / 2
+  end
+  return ids, removed
+end
+
 -- store_counts returns ready (queue, and the due members of ready), delayed (the others),
 -- the due time of the oldest due message (nil: none), and 0 staged. Within one priority the
 -- head of queue is the oldest, so the oldest is found by visiting the head of each priority

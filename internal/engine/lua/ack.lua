@@ -1,20 +1,23 @@
 -- ack.lua: complete deliveries of a group, from any holder (the work is done).
 --
--- KEYS -> the topic's 5 keys, then the group's (engine.lua's keys_at)
--- ARGV[1] -> consumer acking
--- ARGV[2i], ARGV[2i+1] -> item i: id, attempt the consumer believes it holds
+-- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- ARGV[1] -> group
+-- ARGV[2] -> consumer acking
+-- ARGV[2i+1], ARGV[2i+2] -> item i: id, attempt the consumer believes it holds
 -- Returns {acked, stale}. An item is stale when the consumer no longer holds that attempt; it
 -- is still acked while the group owes it: pending under another holder, or back in ready or
 -- delayed after its lease was reclaimed or it was nacked (retries knows those). That last kind
 -- is marked ACKED in retries and dropped undelivered by the claim that reaches it, since ready
 -- is not searchable by id. An item acked already or dead-lettered is stale and changes nothing.
+-- A group that is not registered (deleted) holds nothing: its items are stale, and nothing
+-- is written, not even the stale count.
 
 local k = keys_at(TOPIC_KEYS + 1)
 drain_ok(k.meta)
-local consumer = ARGV[1]
+local consumer = ARGV[2]
 local ids, want, seen = {}, {}, {}
 local stale = 0
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local id = ARGV[i]
   if seen[id] then
     stale = stale + 1
@@ -51,6 +54,7 @@ if #away > 0 then
   if #mark > 0 then call_chunked('HSET', k.retries, mark, 2) end
   waiting = #mark / 2
 end
+if #done + waiting == 0 and redis.call('HEXISTS', k.registry, ARGV[1]) == 0 then return {0, stale} end
 count(k, 'acked', #done + waiting)
 count(k, 'stale_acks', stale)
 return {#done + waiting, stale}

@@ -13,26 +13,43 @@
 -- a dead letter keeps them in dead_info (HASH id -> "attempts|extra|reason") beside dead (ZSET
 -- id -> dead at, ms).
 
-local ENGINE_KEYS = 7
+local ENGINE_KEYS = 8
 
--- keys_at returns the key table of the group whose keys start at KEYS[at]; KEYS[1..5] are the
--- topic's: meta, bodies, refs, registry, and the registry of the layout before (legacy).
+-- TOPIC_KEYS is how many KEYS the topic's take first: meta, bodies, refs, registry, the
+-- registry of the layout before (legacy), ephemeral (ZSET ephemeral group -> deadline, ms) and
+-- trash (ZSET id -> when a deleted group's keys moved to trash:<id>:*, until drained).
+local TOPIC_KEYS = 7
+
+-- keys_at returns the key table of the group whose keys start at KEYS[at], after the topic's;
+-- k.group lists the group's own keys (engine's, then the store's).
 local function keys_at(at)
   local k = {meta = KEYS[1], bodies = KEYS[2], refs = KEYS[3], registry = KEYS[4], legacy = KEYS[5],
+    ephemeral = KEYS[6], trash = KEYS[7],
     pending = KEYS[at], since = KEYS[at + 1], holders = KEYS[at + 2], retries = KEYS[at + 3],
-    dead = KEYS[at + 4], info = KEYS[at + 5], counters = KEYS[at + 6]}
+    dead = KEYS[at + 4], info = KEYS[at + 5], counters = KEYS[at + 6], members = KEYS[at + 7], group = {}}
   for i, name in ipairs(STORE_KEY_NAMES) do k[name] = KEYS[at + ENGINE_KEYS + i - 1] end
+  for i = at, at + ENGINE_KEYS + #STORE_KEY_NAMES - 1 do k.group[#k.group + 1] = KEYS[i] end
   return k
 end
 
--- TOPIC_KEYS is how many KEYS the topic's take first.
-local TOPIC_KEYS = 5
+-- topic_keys lists the topic's keys (KEYS[1..TOPIC_KEYS]) but legacy, which this layout never
+-- writes: to delete or expire a topic's keys.
+local function topic_keys()
+  local out = {}
+  for i = 1, TOPIC_KEYS do
+    if i ~= 5 then out[#out + 1] = KEYS[i] end
+  end
+  return out
+end
 
 -- store_keys_at returns the key table of a group's store keys alone, starting at KEYS[at]
--- (publish.lua passes only those per group), with the topic's meta.
+-- (publish.lua passes only those per group), with the topic's meta; k.group lists them.
 local function store_keys_at(at)
-  local k = {meta = KEYS[1]}
-  for i, name in ipairs(STORE_KEY_NAMES) do k[name] = KEYS[at + i - 1] end
+  local k = {meta = KEYS[1], group = {}}
+  for i, name in ipairs(STORE_KEY_NAMES) do
+    k[name] = KEYS[at + i - 1]
+    k.group[i] = KEYS[at + i - 1]
+  end
   return k
 end
 
@@ -277,6 +294,47 @@ end
 local function check_layout(found)
   if found and found ~= LAYOUT then error(layout_error(found)) end
 end
+
+-- The registry value of a group is "seq" or "seq:flags": seq is the topic's seq when the group
+-- registered (Stats' Published counts from it), flags hold p (paused) and e (ephemeral).
+-- reg_parse reads one (nil for none): seq, paused, ephemeral.
+local function reg_parse(v)
+  if not v then return nil end
+  local seq, flags = string.match(v, '^(%-?%d+):?(%a*)$')
+  if not seq then return 0, false, false end
+  return tonumber(seq), string.find(flags, 'p', 1, true) ~= nil, string.find(flags, 'e', 1, true) ~= nil
+end
+
+-- reg_value writes a registry value.
+local function reg_value(seq, paused, ephemeral)
+  local flags = (paused and 'p' or '') .. (ephemeral and 'e' or '')
+  if flags == '' then return ms(seq) end
+  return ms(seq) .. ':' .. flags
+end
+
+-- gone is the error reply for a call on a group that is not registered (deleted), which Go
+-- turns into an error matching pubsub.ErrGroupDeleted.
+local function gone()
+  return redis.error_reply('RELQGONE group is not registered')
+end
+
+-- PAUSED is the wait a claim reports for a paused group: it claimed nothing, and the caller
+-- sleeps its Block instead of waiting for a wake-up.
+local PAUSED = -2
+
+-- keep_expiry gives the group's keys the topic's expiry (meta's expire field), which is set
+-- while every group of the topic is ephemeral (join.lua), so that keys a script created since
+-- the last Join expire with the rest when every member's process died.
+local function keep_expiry(k)
+  local at = redis.call('HGET', k.meta, 'expire')
+  if not at then return end
+  for _, key in ipairs(k.group) do redis.call('PEXPIREAT', key, at) end
+end
+
+-- unlink deletes keys (UNLINK frees large values off the main thread).
+local function unlink(keys)
+  for i = 1, #keys, 512 do
+    redis.call('UNLINK', unpack(keys, i, math.min(i + 511, #keys)))
 
 -- Admin: listing and finding messages (messages.lua, message.lua, delmessage.lua,
 -- runmessage.lua). Each store adds its own part at the end of its store.lua.

@@ -1,23 +1,28 @@
--- ensuregroup.lua: register a group on a topic, so every later publish routes to it.
--- Idempotent. A new group sets a new registry version, which makes publishers with a cached
--- registry retry with the new one.
+-- ensuregroup.lua: register a durable group on a topic, so every later publish routes to it.
+-- Idempotent: a group already registered (durable or ephemeral) writes nothing, so
+-- re-registering works on a full Redis. A new group sets a new registry version, which makes
+-- publishers with a cached registry retry with the new one; the topic's first group takes its
+-- backlog; and the topic's keys no longer expire (the backlog's TTL, or every group having
+-- been ephemeral).
 --
--- KEYS[1..5] -> the topic's meta, bodies, refs, registry, legacy (see publish.lua)
+-- KEYS -> the topic's 7 keys (engine.lua's keys_at), the backlog's store keys, the group's
+--         store keys (both in STORE_KEY_NAMES order)
 -- ARGV[1] -> group
 -- Returns {version, groups...}, for the caller's publish cache; or an error reply for a layout
 -- this code cannot read.
 
-local meta = redis.call('HMGET', KEYS[1], 'layout', 'seq', 'ver')
+local S = #STORE_KEY_NAMES
+local bk = store_keys_at(TOPIC_KEYS + 1)
+local k = store_keys_at(TOPIC_KEYS + S + 1)
+k.registry = KEYS[4]
+local meta = redis.call('HMGET', k.meta, 'layout', 'seq', 'ver', 'expire')
 check_layout(meta[1])
 -- Every time, not only for a new topic: an old build still running writes layout-1 keys.
 if redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
 local ver = meta[3] or '0'
--- A group already registered writes nothing, so re-registering works on a full Redis.
-if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 0 then
-  redis.call('HSET', KEYS[4], ARGV[1], meta[2] or '0')
-  ver = new_version()
-  redis.call('HSET', KEYS[1], 'ver', ver, 'layout', LAYOUT)
+if redis.call('HEXISTS', k.registry, ARGV[1]) == 0 then
+  ver = register(k, bk, ARGV[1], tonumber(meta[2] or '0'), false)
+  if meta[4] then redis.call('HDEL', k.meta, 'expire') end
+  for _, key in ipairs(topic_keys()) do redis.call('PERSIST', key) end
 end
-local reply = {ver}
-for _, g in ipairs(redis.call('HKEYS', KEYS[4])) do reply[#reply + 1] = g end
-return reply
+return registry_reply(k.registry, ver)

@@ -2,18 +2,21 @@
 -- dead-letter them. Fenced: an item counts only if the consumer holds that attempt. Where a
 -- message goes back in ready is the store's rule (store_back).
 --
--- KEYS -> the topic's 5 keys, then the group's (engine.lua's keys_at)
--- ARGV[1] -> consumer nacking
--- ARGV[2] -> max deliveries (0: no limit)
--- ARGV[3+5i .. 7+5i] -> item i: id, attempt, delay ms, mode (0 retry, 1 dead-letter, 2 release), reason
--- Returns {requeued, dead_lettered, stale}.
+-- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- ARGV[1] -> group
+-- ARGV[2] -> consumer nacking
+-- ARGV[3] -> max deliveries (0: no limit)
+-- ARGV[4+5i .. 8+5i] -> item i: id, attempt, delay ms, mode (0 retry, 1 dead-letter, 2 release), reason
+-- Returns {requeued, dead_lettered, stale}. A group that is not registered (deleted) holds
+-- nothing: its items are stale, and nothing is written.
 
 local k = keys_at(TOPIC_KEYS + 1)
 drain_ok(k.meta)
-local consumer, max = ARGV[1], tonumber(ARGV[2])
+local _, _, ephemeral = reg_parse(redis.call('HGET', k.registry, ARGV[1]))
+local consumer, max = ARGV[2], tonumber(ARGV[3])
 local now = now_ms()
 local ids, items, seen = {}, {}, {}
-for i = 3, #ARGV, 5 do
+for i = 4, #ARGV, 5 do
   local id = ARGV[i]
   if not seen[id] then
     seen[id] = true
@@ -21,7 +24,8 @@ for i = 3, #ARGV, 5 do
     items[#ids] = {attempt = tonumber(ARGV[i + 1]), delay = tonumber(ARGV[i + 2]), mode = ARGV[i + 3], reason = ARGV[i + 4]}
   end
 end
-local stale = (#ARGV - 2) / 5 - #ids
+local stale = (#ARGV - 3) / 5 - #ids
+if ephemeral == nil then return {0, 0, stale + #ids} end
 local recs = read_records(k, ids)
 local held, back, dead = {}, {}, {}
 local nacked = 0
@@ -54,4 +58,5 @@ bury(k, dead, now)
 count(k, 'nacked', nacked)
 count(k, 'dead_lettered', #dead)
 count(k, 'stale_nacks', stale)
+if ephemeral then keep_expiry(k) end
 return {#back, #dead, stale}

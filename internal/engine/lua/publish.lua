@@ -1,9 +1,13 @@
--- publish.lua: store a batch of messages of one topic and route each to every registered group.
+-- publish.lua: store a batch of messages of one topic and route each to every registered
+-- group, or to the topic's backlog while it has none.
 --
 -- Fan-out keys are declared, never built here: the caller passes the registry version it has
 -- cached with those groups' keys. When the version differs the script writes nothing and
--- returns the registry, and the caller retries with it. A topic with no group yet registers
--- the default group, so nothing published is dropped.
+-- returns the registry, and the caller retries with it. With no group registered the caller
+-- passes none, and the messages go to the backlog, which keeps at most the limit (a publish
+-- beyond it drops the oldest, at most N + BACKLOG_TRIM of them per call, and frees their
+-- bodies) and whose keys, with the topic's, expire the TTL after the last publish; the first
+-- group registered takes it (lifecycle.lua's register).
 --
 -- A resent call (the client lost the reply and sent it again) stores nothing twice: each
 -- call of one Backend runs on a lane, a meta field that holds "token:last" of the lane's last
@@ -11,61 +15,70 @@
 -- same IDs. The record ("token:last:ms") is a field of meta, written by the same HSET that
 -- advances seq.
 --
--- KEYS[1..5] -> the topic's meta (HASH: seq, ver, layout, lanes, wake marks), bodies (HASH id
---   -> envelope), refs (HASH id -> groups holding it, only for fan-out), registry (HASH group
---   -> seq when it registered), legacy (the layout-1 registry, which must not exist)
--- KEYS[6 + S*i ..] -> group i's store keys (S of them, in STORE_KEY_NAMES order)
--- ARGV[1] -> the default group's name
--- ARGV[2] -> the registry version the caller has cached ("0": none)
--- ARGV[3] -> the lane's meta field
--- ARGV[4] -> this call's token on the lane
--- ARGV[5] -> G, the number of groups passed
--- ARGV[6 .. 5+G] -> the group names, in the order of their KEYS
--- ARGV[6+G+3j .. 8+G+3j] -> message j: delay in ms (0: due now), priority, envelope bytes
--- Returns {1, last, version}, the IDs being last-N+1 .. last; or {0, version, groups...}
--- when the caller's version is stale (nothing written); or an error reply for a layout this
--- code cannot read.
+-- KEYS[1..7] -> the topic's keys (engine.lua's keys_at): meta (HASH: seq, ver, layout,
+--   lanes, wake marks, backlog, expire), bodies (HASH id -> envelope), refs (HASH id -> groups
+--   holding it, only for fan-out), registry (HASH group -> seq[:flags]), legacy (the layout-1
+--   registry, which must not exist), ephemeral, trash
+-- KEYS[8 .. 7+S] -> the backlog's store keys (S of them, in STORE_KEY_NAMES order)
+-- KEYS[8+S+S*i ..] -> group i's store keys
+-- ARGV[1] -> the registry version the caller has cached ("0": none)
+-- ARGV[2] -> the lane's meta field
+-- ARGV[3] -> this call's token on the lane
+-- ARGV[4] -> the backlog's limit (messages)
+-- ARGV[5] -> the backlog's TTL in ms
+-- ARGV[6] -> G, the number of groups passed
+-- ARGV[7 .. 6+G] -> the group names, in the order of their KEYS
+-- ARGV[7+G+3j .. 9+G+3j] -> message j: delay in ms (0: due now), priority, envelope bytes
+-- Returns {1, last, version, trash}, the IDs being last-N+1 .. last, trash 1 when deleted
+-- groups' keys wait in the trash (drain.lua); or {0, version, groups...} when the caller's
+-- version is stale (nothing written); or {2, groups...} when those ephemeral groups' members
+-- all expired (nothing written: the caller deletes them and publishes again); or an error
+-- reply for a layout this code cannot read.
 
-local G = tonumber(ARGV[5])
-local fields = {'ver', 'seq', ARGV[3], 'layout'}
-for g = 1, G do fields[#fields + 1] = 'w:' .. ARGV[5 + g] end
+local BACKLOG_TRIM = 100
+
+-- stale is the reply to a caller whose registry version is not ver.
+local function stale(ver)
+  local reply = registry_reply(KEYS[4], ver)
+  table.insert(reply, 1, 0)
+  return reply
+end
+
+local S = #STORE_KEY_NAMES
+local G = tonumber(ARGV[6])
+local fields = {'ver', 'seq', ARGV[2], 'layout', 'expire'}
+for g = 1, G do fields[#fields + 1] = 'w:' .. ARGV[6 + g] end
 local meta = redis.call('HMGET', KEYS[1], unpack(fields))
-local ver, seq, lane = meta[1], tonumber(meta[2] or '0'), meta[3]
+local ver, seq, lane, expire = meta[1], tonumber(meta[2] or '0'), meta[3], meta[5]
 if lane then
   local token, last = string.match(lane, '^(%d+):(%d+)')
   -- The caller's own version: the registry may have changed since the call first ran, and
   -- the caller must not take the new version for the groups it routed to.
-  if token == ARGV[4] then return {1, tonumber(last), ARGV[2]} end
+  if token == ARGV[3] then return {1, tonumber(last), ARGV[1], 0} end
 end
 check_layout(meta[4])
-local registered = {}
-if not ver then
-  if redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
-  local groups = redis.call('HKEYS', KEYS[4])
-  if #groups > 0 then
+if not ver and redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
+local now = now_ms()
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  if G > 0 then return {0, ver or '0'} end
+else
+  if not ver then
     -- Groups without a version (meta lost in a failover or deleted by hand): give the
     -- registry a version and let the caller route by it; nothing is stored yet.
     ver = new_version()
     redis.call('HSET', KEYS[1], 'ver', ver, 'layout', LAYOUT)
-    local reply = {0, ver}
-    for _, g in ipairs(groups) do reply[#reply + 1] = g end
-    return reply
+    return stale(ver)
   end
-  if G ~= 1 or ARGV[6] ~= ARGV[1] or ARGV[2] ~= '0' then
-    return {0, '0'}
+  if ver ~= ARGV[1] then return stale(ver) end
+  local expired = redis.call('ZRANGE', KEYS[6], '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, 10)
+  if #expired > 0 then
+    table.insert(expired, 1, 2)
+    return expired
   end
-  redis.call('HSET', KEYS[4], ARGV[1], seq)
-  ver = new_version()
-  registered = {'ver', ver, 'layout', LAYOUT}
-elseif ver ~= ARGV[2] then
-  local reply = {0, ver}
-  for _, g in ipairs(redis.call('HKEYS', KEYS[4])) do reply[#reply + 1] = g end
-  return reply
 end
 
-local base = 6 + G
+local base = 7 + G
 local n = (#ARGV - base + 1) / 3
-local now = now_ms()
 local msgs, bodies = {}, {}
 for j = 0, n - 1 do
   local id = ms(seq + 1 + j)
@@ -83,12 +96,34 @@ if G > 1 then
   end
   call_chunked('HSET', KEYS[3], refs, 2)
 end
-for g = 0, G - 1 do
-  store_push(store_keys_at(TOPIC_KEYS + 1 + g * #STORE_KEY_NAMES), msgs, now, meta[5 + g])
-end
 local last = seq + n
-redis.call('HSET', KEYS[1], 'seq', last, ARGV[3], ARGV[4] .. ':' .. ms(last) .. ':' .. ms(now), unpack(registered))
+local set = {'seq', last, ARGV[2], ARGV[3] .. ':' .. ms(last) .. ':' .. ms(now)}
+local written = {KEYS[1], KEYS[2], KEYS[3]}
+if G == 0 then
+  local bk = store_keys_at(TOPIC_KEYS + 1)
+  store_push(bk, msgs, now, nil)
+  local over = store_size(bk) - tonumber(ARGV[4])
+  if over > 0 then
+    unref({refs = KEYS[3], bodies = KEYS[2]}, (store_drop(bk, math.min(over, n + BACKLOG_TRIM))))
+  end
+  set[#set + 1] = 'backlog'
+  set[#set + 1] = STORE_NAME
+  for _, key in ipairs(bk.group) do written[#written + 1] = key end
+else
+  for g = 0, G - 1 do
+    local gk = store_keys_at(TOPIC_KEYS + S + 1 + g * S)
+    store_push(gk, msgs, now, meta[6 + g])
+    for _, key in ipairs(gk.group) do written[#written + 1] = key end
+  end
+end
+redis.call('HSET', KEYS[1], unpack(set))
+if G == 0 then
+  for _, key in ipairs(written) do redis.call('PEXPIRE', key, ARGV[5]) end
+elseif expire then
+  -- Every group is ephemeral: what this call wrote expires with the rest (join.lua).
+  for _, key in ipairs(written) do redis.call('PEXPIREAT', key, expire) end
+end
 -- A process that dies leaves its lanes' records behind. A lane's first call sweeps a few
 -- fields of meta for records no call touched for LANE_IDLE_MS (no resend comes that late).
-if ARGV[4] == '1' then sweep_lanes(KEYS[1], now) end
-return {1, last, ver}
+if ARGV[3] == '1' then sweep_lanes(KEYS[1], now) end
+return {1, last, ver or '0', redis.call('EXISTS', KEYS[7])}

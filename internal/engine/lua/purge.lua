@@ -1,7 +1,7 @@
 -- purge.lua: delete up to N of a group's oldest dead letters, and each body once no group
 -- holds it any more.
 --
--- KEYS -> the topic's 5 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> N
 -- Returns the number deleted.
 

@@ -1,0 +1,98 @@
+package engine_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/engine"
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+// backends are the two backends over the engine, each on a prefix of its own.
+func backends(t *testing.T) map[string]*engine.Engine { return backendsWith(t, engine.Options{}) }
+
+// backendsWith are the two backends over the engine with opts, each on a prefix of its own.
+func backendsWith(t *testing.T, opts engine.Options) map[string]*engine.Engine {
+	c, prefix := adaptertest.Server(t)
+	opts.Prefix = prefix + "l"
+	l, err := list.New(c, opts)
+	require.NoError(t, err)
+	opts.Prefix = prefix + "z"
+	z, err := zset.New(c, opts)
+	require.NoError(t, err)
+	return map[string]*engine.Engine{"list": l.Engine, "zset": z.Engine}
+}
+
+func messages(payloads ...string) []pubsub.OutMessage {
+	out := make([]pubsub.OutMessage, len(payloads))
+	for i, p := range payloads {
+		out[i] = pubsub.OutMessage{Envelope: adaptertest.Envelope(p)}
+	}
+	return out
+}
+
+// publish publishes payloads to topic and returns their IDs.
+func publish(t *testing.T, e *engine.Engine, topic string, payloads ...string) []string {
+	t.Helper()
+	ids, err := e.Publish(t.Context(), &pubsub.PublishParams{Topic: topic, Messages: messages(payloads...)})
+	require.NoError(t, err)
+	return ids
+}
+
+// ensure registers a durable group.
+func ensure(t *testing.T, e *engine.Engine, topic, group string) {
+	t.Helper()
+	require.NoError(t, e.EnsureGroup(t.Context(), &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+}
+
+// claimErr claims up to n without blocking under a minute's lease.
+func claimErr(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) ([]pubsub.Delivery, error) {
+	t.Helper()
+	c, err := e.ClaimOnce(t.Context(), &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: consumer, Count: n, Lease: time.Minute}, 0)
+	return c.Deliveries, err
+}
+
+// claim claims up to n without blocking, and fails the test on an error.
+func claim(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) []pubsub.Delivery {
+	t.Helper()
+	ds, err := claimErr(t, e, topic, group, consumer, n)
+	require.NoError(t, err)
+	return ds
+}
+
+// stats reads a group's stats.
+func stats(t *testing.T, e *engine.Engine, topic, group string) pubsub.Stats {
+	t.Helper()
+	s, err := e.Stats(t.Context(), &pubsub.StatsParams{Topic: topic, Group: group})
+	require.NoError(t, err)
+	return s
+}
+
+// tagKeys lists every key under topic's hash tag, without the tag, sorted: a SCAN of the
+// prefix, so that a key no code path names is found too.
+func tagKeys(t *testing.T, e *engine.Engine, topic string) []string {
+	t.Helper()
+	tag := e.Tag(topic)
+	var out []string
+	iter := e.Client().Scan(t.Context(), 0, tag+"*", 1000).Iterator()
+	for iter.Next(t.Context()) {
+		out = append(out, strings.TrimPrefix(iter.Val(), tag+":"))
+	}
+	require.NoError(t, iter.Err())
+	slices.Sort(out)
+	return out
+}
+
+// pttl is the time left to live of a key: -1 without an expiry, -2 when it does not exist.
+func pttl(t *testing.T, e *engine.Engine, key string) time.Duration {
+	t.Helper()
+	d, err := e.Client().PTTL(t.Context(), key).Result()
+	require.NoError(t, err)
+	return d
+}

@@ -1,0 +1,54 @@
+-- lifecycle.lua: what registering and deleting groups share, linked after the store's
+-- store.lua (it uses store_size and store_drop) into the scripts that need it.
+
+-- register registers group (not registered yet) with the ephemeral flag and returns the new
+-- registry version. The first group of a topic takes the backlog (bk: its store keys, as
+-- store_keys_at gives them): each backlog key is RENAMEd to the group's (O(1)) and no longer
+-- expires. The group's seq is the topic's less the backlog's size, so that Stats' Published
+-- counts what it took.
+local function register(k, bk, group, seq, ephemeral)
+  local from = seq
+  if redis.call('EXISTS', k.registry) == 0 and redis.call('HGET', k.meta, 'backlog') == STORE_NAME then
+    from = seq - store_size(bk)
+    for _, name in ipairs(STORE_KEY_NAMES) do
+      if redis.call('EXISTS', bk[name]) == 1 then
+        redis.call('RENAME', bk[name], k[name])
+        redis.call('PERSIST', k[name])
+      end
+    end
+    redis.call('HDEL', k.meta, 'backlog')
+  end
+  redis.call('HSET', k.registry, group, reg_value(from, false, ephemeral))
+  local ver = new_version()
+  redis.call('HSET', k.meta, 'ver', ver, 'layout', LAYOUT)
+  return ver
+end
+
+-- registry_reply is {version, groups...}, for the caller's publish cache.
+local function registry_reply(registry, ver)
+  local reply = {ver}
+  for _, g in ipairs(redis.call('HKEYS', registry)) do reply[#reply + 1] = g end
+  return reply
+end
+
+-- free takes up to n of the ids a group holds (in its store, pending or dead) and drops its
+-- reference to each (the body goes with the last one). It returns true once the group holds
+-- nothing more.
+local function free(k, n)
+  local ids, removed = store_drop(k, n)
+  local left = n - removed
+  for _, key in ipairs({k.pending, k.dead}) do
+    if left > 0 then
+      local z = redis.call('ZPOPMIN', key, left)
+      for i = 1, #z, 2 do ids[#ids + 1] = z[i] end
+      left = left - #z / 2
+    end
+  end
+  unref(k, dedupe(ids))
+  return left > 0
+end
+
+-- topic_gone reports whether the topic keeps nothing any more: no group and no backlog.
+local function topic_gone(k)
+  return redis.call('EXISTS', k.registry) == 0 and not redis.call('HGET', k.meta, 'backlog')
+end
