@@ -28,6 +28,7 @@ var (
 	_ pubsub.TopicLister   = (*Backend)(nil)
 	_ pubsub.ReplicaWaiter = (*Backend)(nil)
 	_ pubsub.Ephemeral     = (*Backend)(nil)
+	_ pubsub.Admin         = (*Backend)(nil)
 )
 
 var _ pubsub.EvictionReader = (*Backend)(nil)

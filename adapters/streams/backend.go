@@ -24,7 +24,11 @@ type Backend struct {
 	waits *backendkit.Waits
 }
 
-var _ pubsub.Backend = (*Backend)(nil)
+var (
+	_ pubsub.Backend   = (*Backend)(nil)
+	_ pubsub.Admin     = (*Backend)(nil)
+	_ pubsub.Ephemeral = (*Backend)(nil)
+)
 
 // New returns a streams Backend on client. The Redis version (>= 6.2) is checked on first
 // use, so New needs no round trip and works while Redis is still starting.

@@ -14,7 +14,8 @@ import (
 // group's deadline, its latest member's, is in the topic's ephemeral ZSET, where Publish and
 // Reclaim find the groups whose members all expired. While every group of the topic is
 // ephemeral, the topic's keys expire p.TTL after the latest deadline. It primes the publish
-// cache, as EnsureGroup does. A durable group: pubsub.ErrNotEphemeral.
+// cache, as EnsureGroup does. A durable group: pubsub.ErrNotEphemeral. A renewal (p.Renew)
+// never registers the group: one that is not registered (deleted) gives pubsub.ErrGroupDeleted.
 func (e *Engine) Join(ctx context.Context, p *pubsub.JoinParams) error {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return err
@@ -24,7 +25,11 @@ func (e *Engine) Join(ctx context.Context, p *pubsub.JoinParams) error {
 	}
 	keys := append(e.topicKeys(p.Topic).list(), e.backlog(p.Topic)...)
 	keys = append(keys, e.Keys(p.Topic, p.Group).groupOnly()...)
-	res, err := e.run(ctx, "join", keys, p.Group, p.Consumer, backendkit.Millis(p.TTL)).Slice()
+	renew := "0"
+	if p.Renew {
+		renew = "1"
+	}
+	res, err := e.run(ctx, "join", keys, p.Group, p.Consumer, backendkit.Millis(p.TTL), renew).Slice()
 	if err != nil {
 		return e.groupError(p.Topic, p.Group, err)
 	}

@@ -11,8 +11,10 @@
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> TTL in ms
+-- ARGV[4] -> '1' for a renewal, which never registers the group
 -- Returns {version, groups...}, for the caller's publish cache; or an error reply: the group
--- is durable (RELQDURABLE), or a layout this code cannot read.
+-- is durable (RELQDURABLE), a renewal's group is not registered (RELQGONE), or a layout this
+-- code cannot read.
 
 local S = #STORE_KEY_NAMES
 local bk = store_keys_at(TOPIC_KEYS + 1)
@@ -26,6 +28,8 @@ local v = redis.call('HGET', k.registry, group)
 if v then
   local _, _, ephemeral = reg_parse(v)
   if not ephemeral then return redis.error_reply('RELQDURABLE group is registered as durable') end
+elseif ARGV[4] == '1' then
+  return redis.error_reply('RELQGONE group is not registered')
 else
   ver = register(k, bk, group, tonumber(meta[2] or '0'), true)
 end
