@@ -335,6 +335,8 @@ end
 local function unlink(keys)
   for i = 1, #keys, 512 do
     redis.call('UNLINK', unpack(keys, i, math.min(i + 511, #keys)))
+  end
+end
 
 -- Admin: listing and finding messages (messages.lua, message.lua, delmessage.lua,
 -- runmessage.lua). Each store adds its own part at the end of its store.lua.
