@@ -44,10 +44,8 @@ func TestTheBacklogIsBoundedInLengthAndInTime(t *testing.T) {
 	for range 10 {
 		last = e.Publish("t", payloads("m", 100)...)
 	}
-	// XTRIM MAXLEN ~ removes whole nodes (100 entries each by default).
 	n := e.xlen(e.tk("t").stream)
-	require.GreaterOrEqual(t, n, int64(150))
-	require.Less(t, n, int64(150+100))
+	require.Equal(t, int64(150), n, "the backlog keeps exactly BacklogLimit entries")
 	info, err := e.b.Topic(e.Ctx, "t")
 	require.NoError(t, err)
 	require.Equal(t, n, info.Backlog)
@@ -168,4 +166,24 @@ func TestAGroupCreatedByAnotherProgramEndsTheBacklogsExpiry(t *testing.T) {
 	e.Publish(topic, "b")
 	require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, topic).Val())
 	require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, e.tk(topic).published).Val())
+}
+
+func TestABacklogOverItsLimitShrinksABatchAtATime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BacklogLimit = 1000 })
+	e.Publish("t", payloads("m", 500)...)
+	// The same topic with a lower limit: each publish trims at most its batch and BatchSize
+	// more (an exact trim costs what it removes), down to the limit.
+	lower, err := New(e.C, Options{Prefix: e.Prefix, BacklogLimit: 10, BatchSize: 100})
+	require.NoError(t, err)
+	publish := func() {
+		_, err := lower.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{{Envelope: pubsub.Envelope{UUID: "u"}}}})
+		require.NoError(t, err)
+	}
+	publish()
+	require.Equal(t, int64(400), e.xlen(e.tk("t").stream))
+	for range 4 {
+		publish()
+	}
+	require.Equal(t, int64(10), e.xlen(e.tk("t").stream))
 }
