@@ -5,7 +5,8 @@
 -- lib.lua): the stream keeps at most the backlog limit, the newest (XTRIM MAXLEN =, exact), and
 -- the topic's keys expire the backlog's ttl after this publish. An exact trim costs O(entries
 -- removed): once the backlog is at its limit, this batch's length. A stream longer than the
--- limit plus this batch (entries deleted groups consumed, still to trim, or a limit lowered)
+-- limit plus this batch (entries published while the topic had groups, still to trim, or a
+-- limit lowered)
 -- loses at most the batch and ARGV[5] more per publish, so no publish is O(N).
 -- The first entry gets an automatic ID ("<ms>-<seq>"); the others get the same ms and the
 -- following seqs, so the batch shares one publish time, which delays count from: a delayed
@@ -27,8 +28,8 @@
 -- ephemeral and deleting keys (their ZRANGEBYSCORE and SRANDMEMBER only when either exists).
 -- Returns {ids, tidy}: ids the entries' IDs in order; tidy the groups the caller should
 -- delete (unregister.lua's 'expired' mode: an ephemeral group whose members all expired, or
--- a group whose delete is unfinished), and '' when the backlog has consumed entries still to
--- trim (release.lua).
+-- a group whose delete is unfinished), and '' when entries published while the topic had
+-- groups are still to trim (release.lua).
 
 local k = topic_keys()
 local batch = KEYS[9]
