@@ -106,7 +106,7 @@ func (b *Backend) DeleteMessage(ctx context.Context, p *pubsub.MessageParams) er
 // RunMessage makes a delayed message of the group due now (runmessage.lua): a parked retry is
 // rescheduled at now; an unread entry published with a delay is marked due for this group
 // only (the topic's delayed ZSET keeps its due time for the others), which the claim that
-// reads it honours. pubsub.ErrNotDelayed when the group holds it but it is not delayed.
+// reads it and Stats honour. pubsub.ErrNotDelayed when the group holds it but it is not delayed.
 func (b *Backend) RunMessage(ctx context.Context, p *pubsub.MessageParams) error {
 	id, k, err := b.messageCall(ctx, p)
 	if err != nil {
