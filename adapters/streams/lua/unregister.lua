@@ -65,13 +65,13 @@ for _, g in ipairs(groups) do
   if g.name ~= k.group then rest[#rest + 1] = g end
 end
 if me and #rest == 0 then
-  local last = last_id(k)
-  if last then redis.call('HSET', k.meta, 'backlog_from', last) end
   if redis.call('SCARD', k.deleting) == 0 then
     redis.call('UNLINK', k.stream, k.published, k.delayed, k.dead_refs, k.meta, k.paused, k.ephemeral, k.deleting,
       k.dead)
     return {'deleted', 0, ''}
   end
+  local last = last_id(k)
+  if last then redis.call('HSET', k.meta, 'backlog_from', last) end
 end
 local more = 0
 local dead = redis.call('XLEN', k.dead)
