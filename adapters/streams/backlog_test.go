@@ -44,10 +44,8 @@ func TestTheBacklogIsBoundedInLengthAndInTime(t *testing.T) {
 	for range 10 {
 		last = e.Publish("t", payloads("m", 100)...)
 	}
-	// XTRIM MAXLEN ~ removes whole nodes (100 entries each by default).
 	n := e.xlen(e.tk("t").stream)
-	require.GreaterOrEqual(t, n, int64(150))
-	require.Less(t, n, int64(150+100))
+	require.Equal(t, int64(150), n, "the backlog keeps exactly BacklogLimit entries")
 	info, err := e.b.Topic(e.Ctx, "t")
 	require.NoError(t, err)
 	require.Equal(t, n, info.Backlog)
@@ -78,43 +76,63 @@ func TestABacklogExpiresWithItsKeys(t *testing.T) {
 	require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
 }
 
-// What a deleted group consumed is not offered again: the last group's delete makes the
-// entries it had not read the backlog, and trims those it had.
-func TestEntriesADeletedGroupConsumedAreNotOfferedToALaterFirstGroup(t *testing.T) {
+// Nothing published while the topic had a group is backlog, read or not: the last group's
+// delete leaves no key, and a later first group takes only what came after.
+func TestWhatWasPublishedWhileTheTopicHadAGroupIsNoBacklog(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(o *Options) { o.BatchSize = 2 }) // the trim takes several steps
-	e.EnsureGroup("t", "g")
-	ids := e.Publish("t", payloads("m", 8)...)
-	e.Ack("t", "g", "c", e.Claim("t", "g", "c", 5)...)
-	require.NoError(t, e.b.DeleteGroup(e.Ctx, "t", "g"))
+	for _, format := range []Format{FormatNative, FormatWatermill} {
+		t.Run(string(format), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(o *Options) { o.Format = format })
+			topic := e.Prefix + "-t"
+			e.EnsureGroup(topic, "fast")
+			e.EnsureGroup(topic, "slow")
+			e.Publish(topic, payloads("m", 6)...)
+			e.Claim(topic, "fast", "c", 4)
+			e.Claim(topic, "slow", "c", 1)
+			require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "fast"))
+			require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "slow"))
+			require.Empty(t, e.Keys(topic), "the last group's delete left keys of a topic with no backlog")
 
-	info, err := e.b.Topic(e.Ctx, "t")
-	require.NoError(t, err)
-	require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{}, Backlog: 3}, info)
-	require.Equal(t, int64(3), e.xlen(e.tk("t").stream), "the consumed entries are trimmed")
-	ttl := e.C.PTTL(e.Ctx, e.tk("t").stream).Val()
-	require.True(t, ttl > 0 && ttl <= pubsub.BacklogTTLDefault, "the backlog expires: %v", ttl)
-
-	e.EnsureGroupFromOldest("t", "h")
-	require.Equal(t, ids[5:], adaptertest.IDs(e.Claim("t", "h", "c", 10)))
+			later := e.Publish(topic, "a", "b")
+			info, err := e.b.Topic(e.Ctx, topic)
+			require.NoError(t, err)
+			require.Equal(t, pubsub.TopicInfo{Name: topic, Groups: []string{}, Backlog: 2}, info)
+			e.EnsureGroupFromOldest(topic, "next")
+			require.Equal(t, counts{Ready: 2}, e.counts(topic, "next"))
+			require.Equal(t, later, adaptertest.IDs(e.Claim(topic, "next", "c", 10)))
+		})
+	}
 }
 
-// Among deleted groups, the furthest position counts: entries one of them consumed are not
-// offered again even though the last one deleted had not read them.
-func TestTheBacklogStartsAfterWhatAnyDeletedGroupRead(t *testing.T) {
+// While another deleted group's dead letters are still being released, the last group's
+// delete keeps the stream: what was published until then is trimmed in steps, and only
+// what comes after is backlog.
+func TestTheLastGroupsEntriesAreTrimmedInStepsWhileADeleteIsUnfinished(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.EnsureGroup("t", "fast")
-	e.EnsureGroup("t", "slow")
-	ids := e.Publish("t", payloads("m", 6)...)
-	e.Claim("t", "fast", "c", 4)
-	e.Claim("t", "slow", "c", 1)
-	require.NoError(t, e.b.DeleteGroup(e.Ctx, "t", "fast"))
-	require.NoError(t, e.b.DeleteGroup(e.Ctx, "t", "slow"))
+	e := newEnv(t, func(o *Options) { o.BatchSize = 2 }) // several steps
+	e.EnsureGroup("t", "g")
+	e.EnsureGroup("t", "h")
+	e.deadLetter("t", "g", payloads("m", 5)...)
+	e.Publish("t", payloads("n", 3)...)
+	for _, group := range []string{"g", "h"} { // unregister only: g's dead letters stay in its tomb
+		k := e.gk("t", group)
+		_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), group, modeAdmin, "", 2, "0", 60000).Slice()
+		require.NoError(t, err)
+	}
+	require.True(t, e.Exists(e.gk("t", "g").deadGone))
+	require.Equal(t, int64(8), e.xlen(e.tk("t").stream))
+	_, err := e.b.Topic(e.Ctx, "t")
+	require.ErrorIs(t, err, pubsub.ErrTopicNotFound, "what was published while the topic had groups is no backlog")
 
-	e.EnsureGroup("t", "next")
-	require.Equal(t, counts{Ready: 2}, e.counts("t", "next"), "Stats knows the new group's lag")
-	require.Equal(t, ids[4:], adaptertest.IDs(e.Claim("t", "next", "c", 10)))
+	later := e.Publish("t", "later") // finishes the deletes (tidy)
+	require.False(t, e.Exists(e.gk("t", "g").deadGone))
+	require.Equal(t, int64(1), e.xlen(e.tk("t").stream))
+	info, err := e.b.Topic(e.Ctx, "t")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), info.Backlog)
+	e.EnsureGroup("t", "first")
+	require.Equal(t, later, adaptertest.IDs(e.Claim("t", "first", "c", 10)))
 }
 
 func TestATopicLeftWithNoGroupAndNoBacklogLeavesNoKey(t *testing.T) {
@@ -168,4 +186,24 @@ func TestAGroupCreatedByAnotherProgramEndsTheBacklogsExpiry(t *testing.T) {
 	e.Publish(topic, "b")
 	require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, topic).Val())
 	require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, e.tk(topic).published).Val())
+}
+
+func TestABacklogOverItsLimitShrinksABatchAtATime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BacklogLimit = 1000 })
+	e.Publish("t", payloads("m", 500)...)
+	// The same topic with a lower limit: each publish trims at most its batch and BatchSize
+	// more (an exact trim costs what it removes), down to the limit.
+	lower, err := New(e.C, Options{Prefix: e.Prefix, BacklogLimit: 10, BatchSize: 100})
+	require.NoError(t, err)
+	publish := func() {
+		_, err := lower.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{{Envelope: pubsub.Envelope{UUID: "u"}}}})
+		require.NoError(t, err)
+	}
+	publish()
+	require.Equal(t, int64(400), e.xlen(e.tk("t").stream))
+	for range 4 {
+		publish()
+	}
+	require.Equal(t, int64(10), e.xlen(e.tk("t").stream))
 }

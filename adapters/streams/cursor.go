@@ -16,11 +16,12 @@ import (
 
 // cursorParts says, per state, what each part holds: 's' a score (ms), 'p' a padded entry ID
 // (a retry member), 'i' an entry ID, 'c' a consumer name (any), '-' nothing. Parts come in pairs
-// (score and member) where a ZSET is paged; both are set or neither.
+// where a ZSET is paged (score and member) and in the pending state (the deadline a consumer
+// was ordered by, and the consumer): both are set or neither.
 var cursorParts = map[pubsub.MessageState]string{
 	pubsub.StateReady:   "spi-",
 	pubsub.StateDelayed: "spsi",
-	pubsub.StatePending: "ci--",
+	pubsub.StatePending: "sci-",
 	pubsub.StateDead:    "i---",
 }
 

@@ -22,11 +22,13 @@ const (
 // DeleteGroup unregisters the group at once (XGROUP DESTROY and relq's keys of it, one
 // script): later publishes no longer reach it, its claims fail with pubsub.ErrGroupDeleted,
 // its subscribers' acks and nacks are stale no-ops, and a new group of its name starts
-// empty. Then the references its dead letters held on the topic's entries are released, in
-// steps of Options.BatchSize, and, when it was the topic's last group, the entries it
-// consumed are trimmed in such steps: what no group read is the topic's backlog, and a topic
-// left with no backlog loses every key. A delete interrupted between steps is finished by the
-// next DeleteGroup or DeleteTopic of the topic, or by a publish or a Reclaim on it.
+// empty. When it was the topic's last group, nothing published until then is backlog (only
+// what is published while a topic has no group is), so the topic loses every key at once.
+// Otherwise the references its dead letters held on the topic's entries are released, in
+// steps of Options.BatchSize (and, should it have been the last group while another delete
+// was unfinished, the stream's entries are trimmed in such steps). A delete interrupted
+// between steps is finished by the next DeleteGroup or DeleteTopic of the topic, or by a
+// publish or a Reclaim on it.
 // pubsub.ErrGroupNotFound when the group is not registered.
 func (b *Backend) DeleteGroup(ctx context.Context, topic, group string) error {
 	if err := b.check(ctx, "topic", topic, "group", group); err != nil {

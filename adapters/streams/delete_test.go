@@ -196,6 +196,7 @@ func TestDeleteTopicAlsoDropsAnUnfinishedGroupDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BatchSize = 10 })
 	e.EnsureGroup("t", "g")
+	e.EnsureGroup("t", "other") // g is not the last group, whose delete would drop the topic at once
 	e.deadLetter("t", "g", payloads("m", 25)...)
 	k := e.gk("t", "g")
 	_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000).Slice()

@@ -146,7 +146,8 @@ func (k groupKeys) purgeKeys() []string {
 }
 
 func (k groupKeys) statsKeys() []string {
-	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.topic.published, k.pendingAt, k.dead, k.topic.paused}
+	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.topic.published, k.pendingAt, k.dead, k.topic.paused,
+		k.marks}
 }
 
 func (k groupKeys) cleanupKeys() []string {

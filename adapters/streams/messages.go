@@ -21,9 +21,11 @@ const messagesCountDefault = 100
 //     position that are due, by due time;
 //   - delayed: retries not due merged with the unread entries published with a delay that is
 //     still to come (the topic's delayed ZSET, those after the group's position), by due time;
-//   - pending: the PEL of each consumer (not the parking one), consumers by name, entries in
-//     ID order, with their lease left (the consumer's lease, or pubsub.LeaseDefault for one
-//     relq has no record of, less the entry's idle time);
+//   - pending: in lease expiry order as streams keeps leases, per consumer: the PEL of each
+//     consumer (not the parking one), consumers by the deadline of their first entry, each
+//     one's entries in ID order, with their lease left (the consumer's lease, or
+//     pubsub.LeaseDefault for one relq has no record of, less the entry's idle time); a page
+//     also reads each consumer's first entry and lease, O(consumers · log N);
 //   - dead: the dead-letter stream, in the order they died.
 //
 // Count is capped at Options.BatchSize. A page may hold fewer than Count messages while Next
@@ -106,7 +108,7 @@ func (b *Backend) DeleteMessage(ctx context.Context, p *pubsub.MessageParams) er
 // RunMessage makes a delayed message of the group due now (runmessage.lua): a parked retry is
 // rescheduled at now; an unread entry published with a delay is marked due for this group
 // only (the topic's delayed ZSET keeps its due time for the others), which the claim that
-// reads it honours. pubsub.ErrNotDelayed when the group holds it but it is not delayed.
+// reads it and Stats honour. pubsub.ErrNotDelayed when the group holds it but it is not delayed.
 func (b *Backend) RunMessage(ctx context.Context, p *pubsub.MessageParams) error {
 	id, k, err := b.messageCall(ctx, p)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -154,7 +155,7 @@ func TestMessagesPageAcrossSourcesWithoutRepeats(t *testing.T) {
 	require.Len(t, delayed, 13)
 	requireDistinct(t, delayed)
 
-	// Pending: consumers by name, entries in order.
+	// Pending: consumers by lease deadline, entries in order.
 	for _, c := range []string{"c3", "c1", "c2"} {
 		e.Claim("t", "g", c, 4)
 	}
@@ -168,6 +169,32 @@ func TestMessagesPageAcrossSourcesWithoutRepeats(t *testing.T) {
 	dead := e.listAll("t", "d", pubsub.StateDead, 5, nil)
 	require.Len(t, dead, 11)
 	requireDistinct(t, dead)
+}
+
+// Pending messages are listed in lease expiry order as streams keeps leases, per consumer:
+// consumers by deadline (another program's consumer, of which relq has no lease, by
+// pubsub.LeaseDefault), each one's entries by ID; the parking consumer's are not pending.
+func TestPendingMessagesAreListedByTheirConsumersDeadline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	e.Publish("t", payloads("m", 10)...)
+	long := adaptertest.IDs(e.ClaimLease("t", "g", "long", 2, 2*time.Hour))
+	short := adaptertest.IDs(e.ClaimLease("t", "g", "short", 3, time.Minute))
+	xs, err := e.C.XReadGroup(e.Ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "other",
+		Streams: []string{e.tk("t").stream, ">"}, Count: 2}).Result()
+	require.NoError(t, err)
+	var other []string
+	for _, m := range xs[0].Messages {
+		other = append(other, m.ID)
+	}
+	mid := adaptertest.IDs(e.ClaimLease("t", "g", "mid", 2, 10*time.Minute))
+	parked := e.Claim("t", "g", "c", 1)[0]
+	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: parked.ID, Attempt: 1, Delay: time.Hour})
+
+	want := append(append(append(other, short...), mid...), long...)
+	require.Equal(t, want, e.listAll("t", "g", pubsub.StatePending, 2, nil))
+	require.Equal(t, want, e.listAll("t", "g", pubsub.StatePending, 100, nil))
 }
 
 // Messages that leave the state between two pages are skipped, none is listed twice, and

@@ -78,8 +78,9 @@ type Options struct {
 	// Defaults to ConsumerIdleTimeoutDefault (1h); -1 keeps them.
 	ConsumerIdleTimeout time.Duration
 	// BacklogLimit bounds a topic's backlog (what is published while the stream has no
-	// group): each such publish trims the stream to about that many entries (XTRIM MAXLEN ~,
-	// whole nodes, so up to a node more). Defaults to pubsub.BacklogLimitDefault.
+	// group): each such publish keeps the newest that many entries (XTRIM MAXLEN =, exact; a
+	// stream longer than that by more than the batch loses at most BatchSize more per publish).
+	// Defaults to pubsub.BacklogLimitDefault.
 	BacklogLimit int
 	// BacklogTTL is how long a backlog outlives the last publish to it while no group
 	// registers: those publishes set it as the expiry of the topic's keys. Defaults to

@@ -38,8 +38,8 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey
 	case b.opts.MaxAge > 0:
 		trim, trimArg = "MINID", backendkit.Millis(b.opts.MaxAge)
 	}
-	args := make([]any, 0, 5+len(names)+len(p.Messages)*(1+len(names)))
-	args = append(args, trim, trimArg, b.opts.BacklogLimit, backendkit.Millis(b.opts.BacklogTTL), len(names))
+	args := make([]any, 0, 6+len(names)+len(p.Messages)*(1+len(names)))
+	args = append(args, trim, trimArg, b.opts.BacklogLimit, backendkit.Millis(b.opts.BacklogTTL), b.opts.BatchSize, len(names))
 	for _, n := range names {
 		args = append(args, n)
 	}

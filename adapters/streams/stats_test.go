@@ -182,3 +182,20 @@ func TestStatsEstimateUnreadBeyondTheCapFromEntriesRead(t *testing.T) {
 	require.Equal(t, int64(5), s.Pending)
 	require.Equal(t, int64(5+n), s.Ready, "5 unread before the cut and n after it, one deleted counted")
 }
+
+// An unread delayed entry that RunMessage made due counts as ready for its group, whether
+// Stats looks at it among the first unread entries or among the topic's delayed ones.
+func TestStatsCountADelayedEntryMadeDueAsReady(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	e.EnsureGroup("t", "other")
+	early := e.PublishDelayed("t", time.Hour, "a", "b")
+	e.Publish("t", payloads("m", statsWindow+50)...) // the unread window ends before the next
+	late := e.PublishDelayed("t", time.Hour, "c", "d")
+	for _, id := range []string{early[0], late[0]} {
+		require.NoError(t, e.b.RunMessage(e.Ctx, &pubsub.MessageParams{Topic: "t", Group: "g", ID: id}))
+	}
+	require.Equal(t, counts{Ready: statsWindow + 52, Delayed: 2}, e.counts("t", "g"))
+	require.Equal(t, counts{Ready: statsWindow + 50, Delayed: 4}, e.counts("t", "other"), "another group's copies stay delayed")
+}

@@ -320,8 +320,9 @@ end
 
 -- backlog_size counts the entries after where the backlog starts (meta backlog_from; the
 -- stream's start if none): what the topic's first group takes. Entries up to backlog_from
--- were consumed by deleted groups and wait for their trim (release.lua), which leaves none
--- once done; up to 1,000 of them are counted out, so the size is exact until then too.
+-- were published while the topic had groups and wait for their trim (release.lua), which
+-- leaves none once done; up to 1,000 of them are counted out, so the size is exact until
+-- then too.
 -- Returns the size and backlog_from.
 local function backlog_size(k)
   local n = redis.call('XLEN', k.stream)
@@ -383,10 +384,21 @@ local function register(k, from_oldest)
   return 1, groups
 end
 
+-- last_id returns the stream's last generated ID (XINFO STREAM), nil without a stream: every
+-- entry the stream ever held is at or before it, deleted ones included.
+local function last_id(k)
+  local r = redis.pcall('XINFO', 'STREAM', k.stream)
+  if type(r) ~= 'table' or r.err then return nil end
+  for i = 1, #r, 2 do
+    if r[i] == 'last-generated-id' then return r[i + 1] end
+  end
+  return nil
+end
+
 -- settle_topic runs when the topic has no group left. What it holds after backlog_from is
 -- its backlog; with none, and no deleted group's dead letters still being released, the
 -- topic goes: every key of it is unlinked. A backlog expires ttl ms from now (a publish sets
--- it again). Returns 1 when entries consumed by deleted groups wait for their trim, else 0,
+-- it again). Returns 1 when entries published while it had groups wait for their trim, else 0,
 -- and true when the topic went.
 local function settle_topic(k, ttl)
   local from = redis.call('HGET', k.meta, 'backlog_from')

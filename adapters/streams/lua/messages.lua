@@ -7,11 +7,18 @@
 -- delayed: retries not due (the retry ZSET after now) merged with unread entries not due (the
 --   topic's delayed ZSET after now, those after the group's position), by (due time, ID).
 --   Cursor: the last of each listed (score, member).
--- pending: the PEL of each consumer but the parking one, consumers in name order, entries in
---   ID order. Cursor: the last (consumer, id) listed.
+-- pending: in lease expiry order, as leases go in streams: per consumer. An entry expires its
+--   holder's lease (leases HASH, or the orphan lease) after it was last claimed or extended,
+--   which its PEL idle time tells. The consumers but the parking one are ordered by the
+--   deadline of their first entry (by ID), then by name; each one's entries by ID (a
+--   heartbeat extends all that a consumer holds at once). Cursor: the last listed's consumer,
+--   with the deadline it was ordered by, and id. A consumer whose deadline moves between two
+--   pages (it claimed, extended or acked) may be listed again, or passed over.
 -- dead: the dead-letter stream in order. Cursor: the last dead-letter entry ID listed.
--- Each source is read from its cursor, COUNT at a time: a page costs O(count · log N) (the
--- pending state adds one XPENDING summary, O(consumers)).
+-- Each source is read from its cursor, COUNT at a time: a page costs O(count · log N). The
+-- pending state adds, per page, O(consumers · log N): one XPENDING summary, one HMGET of
+-- leases and one XPENDING of each consumer's first entry. A group has few consumers (Reclaim
+-- removes idle ones), so that is read whole.
 --
 -- KEYS[1..16] -> inspect.lua's inspect_keys
 -- ARGV[1] -> group
@@ -20,7 +27,8 @@
 -- ARGV[4] -> count
 -- ARGV[5] -> the orphan lease in ms (a consumer without a lease record)
 -- ARGV[6..9] -> the cursor's parts ('' none): ready: retry score, retry member, unread id;
---   delayed: retry score, retry member, delayed score, delayed member; pending: consumer, id;
+--   delayed: retry score, retry member, delayed score, delayed member; pending: deadline ms,
+--   consumer, id;
 --   dead: dead-letter entry id
 -- Returns {more, part1, part2, part3, part4, msg...} (msg: inspect.lua's msg), or an error
 -- reply starting 'NOGROUP relq:' when the group is not registered.
@@ -149,20 +157,44 @@ if state == 'ready' or state == 'delayed' then
 end
 
 if state == 'pending' then
-  local summary = redis.call('XPENDING', k.stream, k.group)
-  for _, cs in ipairs(summary[4] or {}) do
-    local name = cs[1]
-    if #out - 5 >= n then break end
-    if name ~= k.parked and (c[1] == '' or name == c[1] or bytes_less(c[1], name)) then
-      local start = (name == c[1] and c[2] ~= '') and ('(' .. c[2]) or '-'
-      local left = n - (#out - 5)
-      local r = redis.call('XPENDING', k.stream, k.group, start, '+', left, name)
-      for _, e in ipairs(r) do
-        out[#out + 1] = pending_msg(k, e[1], name, tonumber(e[4]), tonumber(e[3]), now, orphan)
-        out[2], out[3] = name, e[1]
-      end
-      if #r == left then out[1] = 1 end
+  local holders, names = {}, {}
+  for _, cs in ipairs(redis.call('XPENDING', k.stream, k.group)[4] or {}) do
+    if cs[1] ~= k.parked then
+      holders[#holders + 1] = {name = cs[1]}
+      names[#names + 1] = cs[1]
     end
+  end
+  local leases = #names > 0 and call_ids('HMGET', k.leases, {}, names) or {}
+  for i, h in ipairs(holders) do
+    local e = redis.call('XPENDING', k.stream, k.group, '-', '+', 1, h.name)[1]
+    h.deadline = now - (e and tonumber(e[3]) or 0) + tonumber(leases[i] or orphan)
+  end
+  local function before(a, b)
+    if a.deadline ~= b.deadline then return a.deadline < b.deadline end
+    return bytes_less(a.name, b.name)
+  end
+  table.sort(holders, before)
+  -- The cursor's consumer goes on after its id, in its place (its deadline then); then those
+  -- after it.
+  local at = c[1] ~= '' and {deadline = tonumber(c[1]), name = c[2]}
+  local order = {}
+  for _, h in ipairs(holders) do
+    if at and h.name == at.name then
+      h.deadline, h.from = at.deadline, c[3] ~= '' and ('(' .. c[3]) or '-'
+      table.insert(order, 1, h)
+    elseif not at or before(at, h) then
+      order[#order + 1] = h
+    end
+  end
+  for _, h in ipairs(order) do
+    local left = n - (#out - 5)
+    if left <= 0 then break end
+    local r = redis.call('XPENDING', k.stream, k.group, h.from or '-', '+', left, h.name)
+    for _, e in ipairs(r) do
+      out[#out + 1] = pending_msg(k, e[1], h.name, tonumber(e[4]), tonumber(e[3]), now, orphan)
+      out[2], out[3], out[4] = string.format('%d', h.deadline), h.name, e[1]
+    end
+    if #r == left then out[1] = 1 end
   end
   return out
 end

@@ -2,8 +2,12 @@
 --
 -- Every consumer group of the stream receives every entry. While the stream has no group the
 -- entries are the topic's backlog, which the first group registered takes (register in
--- lib.lua): the stream is trimmed to about the backlog limit (XTRIM MAXLEN ~, whole nodes)
--- and the topic's keys expire the backlog's ttl after this publish.
+-- lib.lua): the stream keeps at most the backlog limit, the newest (XTRIM MAXLEN =, exact), and
+-- the topic's keys expire the backlog's ttl after this publish. An exact trim costs O(entries
+-- removed): once the backlog is at its limit, this batch's length. A stream longer than the
+-- limit plus this batch (entries published while the topic had groups, still to trim, or a
+-- limit lowered)
+-- loses at most the batch and ARGV[5] more per publish, so no publish is O(N).
 -- The first entry gets an automatic ID ("<ms>-<seq>"); the others get the same ms and the
 -- following seqs, so the batch shares one publish time, which delays count from: a delayed
 -- message's due time (ms + delay) goes to the topic's delayed ZSET (one ZADD per call), and
@@ -16,15 +20,16 @@
 -- ARGV[2] -> MAXLEN: the length; MINID: the age in ms of the oldest entry to keep
 -- ARGV[3] -> the backlog limit (entries)
 -- ARGV[4] -> the backlog ttl in ms
--- ARGV[5] -> F, the number of fields of an entry
--- ARGV[6 .. 5+F] -> the field names
+-- ARGV[5] -> the most entries a publish trims from the backlog beyond its own batch
+-- ARGV[6] -> F, the number of fields of an entry
+-- ARGV[7 .. 6+F] -> the field names
 -- then per message: delay in ms (0: due now), F field values
 -- Per call, beyond the XADDs: one XINFO GROUPS, one PTTL of the stream, one EXISTS of the
 -- ephemeral and deleting keys (their ZRANGEBYSCORE and SRANDMEMBER only when either exists).
 -- Returns {ids, tidy}: ids the entries' IDs in order; tidy the groups the caller should
 -- delete (unregister.lua's 'expired' mode: an ephemeral group whose members all expired, or
--- a group whose delete is unfinished), and '' when the backlog has consumed entries still to
--- trim (release.lua).
+-- a group whose delete is unfinished), and '' when entries published while the topic had
+-- groups are still to trim (release.lua).
 
 local k = topic_keys()
 local batch = KEYS[9]
@@ -37,8 +42,8 @@ end
 local groups = groups_of(k)
 local grouped = #groups > 0
 
-local f = tonumber(ARGV[5])
-local first = 6 + f
+local f = tonumber(ARGV[6])
+local first = 7 + f
 local per = 1 + f
 local n = (#ARGV - first + 1) / per
 local ids, due = {}, {}
@@ -47,7 +52,7 @@ for j = 0, n - 1 do
   local a = first + j * per
   local fields = {}
   for i = 1, f do
-    fields[#fields + 1] = ARGV[5 + i]
+    fields[#fields + 1] = ARGV[6 + i]
     fields[#fields + 1] = ARGV[a + i]
   end
   local id
@@ -80,7 +85,8 @@ end
 local tidy = {}
 if not grouped then
   -- The backlog: bounded in length, and in time while no group registers.
-  redis.call('XTRIM', k.stream, 'MAXLEN', '~', ARGV[3])
+  local keep = math.max(tonumber(ARGV[3]), redis.call('XLEN', k.stream) - n - tonumber(ARGV[5]))
+  redis.call('XTRIM', k.stream, 'MAXLEN', '=', keep)
   for _, key in ipairs({k.stream, k.published, k.delayed, k.meta}) do redis.call('PEXPIRE', key, ARGV[4]) end
   local from = redis.call('HGET', k.meta, 'backlog_from')
   if from and redis.call('XRANGE', k.stream, '-', from, 'COUNT', 1)[1] then tidy[#tidy + 1] = '' end

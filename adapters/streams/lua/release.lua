@@ -1,6 +1,6 @@
 -- release.lua: one bounded step of finishing group deletes (unregister.lua): release up to N
 -- dead letters of a deleted group's tomb; while the topic has no group, trim up to N entries
--- that deleted groups consumed (up to backlog_from: no first group may get them again), and
+-- published while it had groups (up to backlog_from: they are no backlog), and
 -- once neither is left and no backlog either, unlink every key of the topic; with
 -- delete-on-ack and groups left, delete those of up to N entries of the walk that no group
 -- needs any more (the deleted group held them back).

@@ -12,9 +12,11 @@
 -- entries-added less the group's entries-read (too high by the entries deleted past the
 -- group's position); else ARGV[4].
 --
--- Unread and not due (the topic's delayed ZSET holds due times by entry ID, for all groups):
+-- Unread and not due (the topic's delayed ZSET holds due times by entry ID, for all groups;
+-- an entry the operator made due for this group, marks ':r', is due at its publish time):
 -- exact when the first ARGV[3] unread entries are all of them (their due times are read with
--- one ZMSCORE), or when at most ARGV[3] delayed entries are not due (those are looked at).
+-- one ZMSCORE, and their run marks with one more when the group has marks), or when at most
+-- ARGV[3] delayed entries are not due (those are looked at, and their run marks).
 -- Otherwise it is estimated as the not-due delayed entries less this group's retries not
 -- due, within what the windows prove: exact when every not-due delayed entry the group has
 -- passed waits in its retry ZSET (how claim parks them) and no other retry is scheduled
@@ -34,6 +36,7 @@
 -- KEYS[6] -> pending_at (ZSET) the group's
 -- KEYS[7] -> dead (STREAM) the group's dead letters
 -- KEYS[8] -> paused (SET) the topic's paused groups
+-- KEYS[9] -> marks (ZSET) the group's: unread entries an operator deleted or made due
 -- ARGV[1] -> group
 -- ARGV[2] -> the parking consumer's name
 -- ARGV[3] -> window: unread entries and not-due delayed entries looked at one by one
@@ -43,12 +46,21 @@
 -- paused} with ages -1 when there is none.
 
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
-  published = KEYS[5], pending = KEYS[6], dead = KEYS[7], paused = KEYS[8], group = ARGV[1],
-  parked = ARGV[2]}
+  published = KEYS[5], pending = KEYS[6], dead = KEYS[7], paused = KEYS[8], marks = KEYS[9],
+  group = ARGV[1], parked = ARGV[2]}
 local window, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local unread, delayed_unread, pending_n, oldest_ready = 0, 0, 0, nil
 local retry_later = redis.call('ZCOUNT', k.retry, '(' .. now, '+inf')
+
+-- run_now returns, per id of ids, whether an operator made it due for this group (marks
+-- ':r'): one ZMSCORE, none when the group has no mark.
+local function run_now(ids)
+  if #ids == 0 or redis.call('EXISTS', k.marks) == 0 then return {} end
+  local m = {}
+  for i, id in ipairs(ids) do m[i] = pad(id) .. ':r' end
+  return call_ids('ZMSCORE', k.marks, {}, m)
+end
 
 local function fields(flat)
   local t = {}
@@ -92,14 +104,22 @@ if info then
   local whole = seen < asked or seen >= unread
   local delayed_left = redis.call('ZCOUNT', k.delayed, '(' .. now, '+inf')
   if seen > 0 then
-    local dues = {}
+    local dues, run = {}, {}
     if redis.call('EXISTS', k.delayed) == 1 then
       local ids = {}
       for i, e in ipairs(page) do ids[i] = e[1] end
       dues = call_ids('ZMSCORE', k.delayed, {}, ids)
+      local later = {}
+      for i, id in ipairs(ids) do
+        if dues[i] and tonumber(dues[i]) > now then later[#later + 1] = id end
+      end
+      for i, r in pairs(run_now(later)) do
+        if r then run[later[i]] = true end
+      end
     end
     for i, e in ipairs(page) do
       local d = dues[i] and tonumber(dues[i]) or published_at(e[1], now)
+      if run[e[1]] then d = published_at(e[1], now) end
       if d > now then
         seen_delayed = seen_delayed + 1
       else
@@ -112,9 +132,13 @@ if info then
     delayed_unread = seen_delayed
   elseif delayed_left > 0 then
     -- The not-due delayed entries due first: those after the group's position are unread.
-    local found = 0
+    local found, after = 0, {}
     for _, id in ipairs(redis.call('ZRANGEBYSCORE', k.delayed, '(' .. now, '+inf', 'LIMIT', 0, window)) do
-      if id_cmp(id, last) > 0 then found = found + 1 end
+      if id_cmp(id, last) > 0 then after[#after + 1] = id end
+    end
+    local run = run_now(after)
+    for i = 1, #after do
+      if not run[i] then found = found + 1 end
     end
     if delayed_left <= window then
       delayed_unread = found

@@ -2,10 +2,13 @@
 -- relq's for it unlinked), so that publishes stop reaching it, its claims fail and a new group
 -- of its name starts empty; its dead letters' references (dead_refs) are released here when
 -- there are at most N of them, else its dead-letter stream moves to its tomb (dead_gone, the
--- group listed in deleting) for release.lua to release in steps. The deleted group's position
--- raises backlog_from: a later first group is not offered again what it consumed. When no
--- group is left, what nobody read is the backlog (settle_topic in lib.lua); with none, every
--- key of the topic goes.
+-- group listed in deleting) for release.lua to release in steps. When it was the topic's last
+-- group, nothing published while the topic had a group is backlog (pubsub's backlog rule: only
+-- what is published with no group is): the backlog starts after the stream's last generated
+-- ID (meta backlog_from), so there is none, and the topic loses every key at once, this group's
+-- dead letters included (no reference to release: dead_refs goes too). Only while other
+-- deleted groups' dead letters are still being released (deleting) does the stream stay, its
+-- entries up to backlog_from trimmed in steps (release.lua, settle_topic in lib.lua).
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
 -- KEYS[9..20] -> the group's own keys (lib.lua's group_keys)
@@ -51,11 +54,7 @@ elseif not me then
 end
 if redis.call('EXISTS', k.dead_gone) == 1 then return {'busy', 1, ''} end
 
-if me then
-  redis.call('XGROUP', 'DESTROY', k.stream, k.group)
-  local from = redis.call('HGET', k.meta, 'backlog_from')
-  if not from or id_cmp(me.last, from) > 0 then redis.call('HSET', k.meta, 'backlog_from', me.last) end
-end
+if me then redis.call('XGROUP', 'DESTROY', k.stream, k.group) end
 redis.call('UNLINK', k.retry, k.leases, k.pending, k.counters, k.wake, k.reclaim_from, k.members, k.marks,
   k.dead_index, k.dead_order)
 redis.call('SREM', k.paused, k.group)
@@ -64,6 +63,15 @@ redis.call('ZREM', k.ephemeral, k.group)
 local rest = {}
 for _, g in ipairs(groups) do
   if g.name ~= k.group then rest[#rest + 1] = g end
+end
+if me and #rest == 0 then
+  if redis.call('SCARD', k.deleting) == 0 then
+    redis.call('UNLINK', k.stream, k.published, k.delayed, k.dead_refs, k.meta, k.paused, k.ephemeral, k.deleting,
+      k.dead)
+    return {'deleted', 0, ''}
+  end
+  local last = last_id(k)
+  if last then redis.call('HSET', k.meta, 'backlog_from', last) end
 end
 local more = 0
 local dead = redis.call('XLEN', k.dead)
