@@ -79,16 +79,13 @@ func (e *Engine) Topic(ctx context.Context, topic string) (pubsub.TopicInfo, err
 }
 
 // ListGroups lists the groups registered on a topic, sorted by name, with their flags and an
-// ephemeral group's deadline. pubsub.ErrTopicNotFound when the topic has neither a group nor
-// a backlog; none when it has only a backlog.
+// ephemeral group's deadline; none for a topic without a group (only a backlog, or no key at
+// all), as Backend.Groups.
 func (e *Engine) ListGroups(ctx context.Context, topic string) ([]pubsub.GroupInfo, error) {
 	if err := e.Check(ctx, "topic", topic); err != nil {
 		return nil, err
 	}
-	t, groups, err := e.describe(ctx, topic)
-	if err == nil && len(t.Groups) == 0 && t.Backlog == 0 {
-		err = fmt.Errorf("%s: topic %q: %w", e.store.Name, topic, pubsub.ErrTopicNotFound)
-	}
+	_, groups, err := e.describe(ctx, topic)
 	return groups, err
 }
 
