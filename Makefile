@@ -1,7 +1,7 @@
 # relq: `make test` is what CI runs (.ci/run).
 GO ?= go
 
-.PHONY: test test-faults vet redis-server fuzz demo
+.PHONY: test test-faults test-soak vet redis-server fuzz demo
 
 test: redis-server
 	$(GO) vet ./...
@@ -18,6 +18,13 @@ test: redis-server
 # 10% more than without it, for race checking of the in-process subscribers at full volume.
 test-faults: redis-server
 	$(GO) test -race -tags faults_full -count=1 -timeout 40m -v -run . ./faults/
+
+# The memory soak of soak/ at full scale (build tag soak_full): Watermill's CQRS with an event type
+# nobody handles, and request-reply with a shared reply topic and with a topic per request, 10,000
+# requests each on every backend; prints the table kept in docs/operations.md. `make test` runs
+# the same soak with 1,000 requests.
+test-soak: redis-server
+	$(GO) test -tags soak_full -count=1 -timeout 60m -v -run . ./soak/
 
 # The tests need a real redis-server (internal/redistest starts private ones); install it
 # from Debian packages when it is missing, with sudo only when not root.

@@ -1,0 +1,164 @@
+package soak
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/components/cqrs"
+	"github.com/ThreeDotsLabs/watermill/components/requestreply"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// OrderPlaced has a handler; OrderShipped has none yet (a service that will handle it is not
+// deployed), so every one of them lands in its topic's backlog.
+type OrderPlaced struct{ ID int }
+type OrderShipped struct{ ID int }
+
+// runCQRS publishes n events of each type on Watermill's CQRS event bus, with an event
+// processor handling OrderPlaced only, and waits until every OrderPlaced was handled.
+func runCQRS(t *testing.T, b pubsub.Backend, n int, sample func(int)) {
+	logger := watermill.NopLogger{}
+	marshaler := cqrs.JSONMarshaler{}
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 5 * time.Second}, logger)
+	require.NoError(t, err)
+	processor, err := cqrs.NewEventProcessorWithConfig(router, cqrs.EventProcessorConfig{
+		GenerateSubscribeTopic: func(p cqrs.EventProcessorGenerateSubscribeTopicParams) (string, error) {
+			return p.EventName, nil
+		},
+		SubscriberConstructor: func(p cqrs.EventProcessorSubscriberConstructorParams) (message.Subscriber, error) {
+			return newSubscriber(t, b, pubsub.SubscriberConfig{Group: p.HandlerName}), nil
+		},
+		Marshaler: marshaler,
+		Logger:    logger,
+	})
+	require.NoError(t, err)
+	var handled atomic.Int64
+	require.NoError(t, processor.AddHandlers(cqrs.NewEventHandler("billing",
+		func(context.Context, *OrderPlaced) error {
+			handled.Add(1)
+			return nil
+		})))
+	bus, err := cqrs.NewEventBusWithConfig(newPublisher(t, b), cqrs.EventBusConfig{
+		GeneratePublishTopic: func(p cqrs.GenerateEventPublishTopicParams) (string, error) {
+			return p.EventName, nil
+		},
+		Marshaler: marshaler,
+		Logger:    logger,
+	})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = router.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	<-router.Running()
+
+	warm := n / 5
+	for i := 1; i <= n; i++ {
+		require.NoError(t, bus.Publish(ctx, &OrderPlaced{ID: i}))
+		require.NoError(t, bus.Publish(ctx, &OrderShipped{ID: i}))
+		if i == warm || i == n {
+			require.Eventually(t, func() bool { return handled.Load() >= int64(i) }, 30*time.Second, 5*time.Millisecond,
+				"OrderPlaced handled %d of %d", handled.Load(), i)
+			sample(i)
+		}
+	}
+}
+
+// Ping is the command; its handler replies with the ID.
+type Ping struct{ ID int }
+
+// runRequestReply sends n commands one after another with Watermill's request-reply, each
+// waiting for its reply on the topic replyTopic names for its operation, through a
+// Subscriber of its own in an ephemeral group of its own.
+func runRequestReply(t *testing.T, b pubsub.Backend, n int, sample func(int), replyTopic func(pubsub.Backend, string) string) {
+	logger := watermill.NopLogger{}
+	marshaler := cqrs.JSONMarshaler{}
+	pub := newPublisher(t, b)
+	timeout := 30 * time.Second
+	var subs sync.Map // operation ID -> *pubsub.Subscriber
+	reply, err := requestreply.NewPubSubBackend(requestreply.PubSubBackendConfig{
+		Publisher: pub,
+		SubscriberConstructor: func(p requestreply.PubSubBackendSubscribeParams) (message.Subscriber, error) {
+			sub := newSubscriber(t, b, pubsub.SubscriberConfig{Group: "req-" + string(p.OperationID), Ephemeral: true})
+			subs.Store(p.OperationID, sub)
+			return sub, nil
+		},
+		GenerateSubscribeTopic: func(p requestreply.PubSubBackendSubscribeParams) (string, error) {
+			return replyTopic(b, string(p.OperationID)), nil
+		},
+		GeneratePublishTopic: func(p requestreply.PubSubBackendPublishParams) (string, error) {
+			return replyTopic(b, string(p.OperationID)), nil
+		},
+		// requestreply cancels the subscription when the reply came; the application closes
+		// the Subscriber it made.
+		OnListenForReplyFinished: func(_ context.Context, p requestreply.PubSubBackendSubscribeParams) {
+			if sub, ok := subs.LoadAndDelete(p.OperationID); ok {
+				_ = sub.(*pubsub.Subscriber).Close()
+			}
+		},
+		ListenForReplyTimeout: &timeout,
+		Logger:                logger,
+	}, requestreply.BackendPubsubJSONMarshaler[int]{})
+	require.NoError(t, err)
+
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 5 * time.Second}, logger)
+	require.NoError(t, err)
+	processor, err := cqrs.NewCommandProcessorWithConfig(router, cqrs.CommandProcessorConfig{
+		GenerateSubscribeTopic: func(p cqrs.CommandProcessorGenerateSubscribeTopicParams) (string, error) {
+			return "commands", nil
+		},
+		SubscriberConstructor: func(p cqrs.CommandProcessorSubscriberConstructorParams) (message.Subscriber, error) {
+			return newSubscriber(t, b, pubsub.SubscriberConfig{Group: "pinger"}), nil
+		},
+		Marshaler: marshaler,
+		Logger:    logger,
+	})
+	require.NoError(t, err)
+	require.NoError(t, processor.AddHandlers(requestreply.NewCommandHandlerWithResult[Ping, int]("ping", reply,
+		func(_ context.Context, p *Ping) (int, error) { return p.ID, nil })))
+	bus, err := cqrs.NewCommandBusWithConfig(pub, cqrs.CommandBusConfig{
+		GeneratePublishTopic: func(cqrs.CommandBusGeneratePublishTopicParams) (string, error) { return "commands", nil },
+		Marshaler:            marshaler,
+		Logger:               logger,
+	})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = router.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	<-router.Running()
+
+	warm := n / 5
+	for i := 1; i <= n; i++ {
+		r, err := requestreply.SendWithReply[int](ctx, bus, reply, &Ping{ID: i})
+		require.NoError(t, err, "request %d", i)
+		require.NoError(t, r.Error, "request %d", i)
+		require.Equal(t, i, r.HandlerResult, "request %d got another's reply", i)
+		if i == warm || i == n {
+			sample(i)
+		}
+	}
+}

@@ -1,0 +1,7 @@
+//go:build soak_full
+
+package soak
+
+// requests is how many requests (or events) each pattern runs per backend in
+// `make test-soak`.
+const requests = 10_000
