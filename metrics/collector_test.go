@@ -469,6 +469,7 @@ func TestCollectorSkipsForeignGroups(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	b, err := streams.New(c, streams.Options{Prefix: prefix})
 	require.NoError(t, err)
+	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "events", Group: pubsub.DefaultGroup}))
 	publish(t, b, "events", 1, 0)
 	stream := keys.Join(keys.Tag(prefix, "events"), "stream")
 	require.NoError(t, c.XGroupCreate(context.Background(), stream, "other app", "0").Err())
