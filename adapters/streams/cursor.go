@@ -15,13 +15,14 @@ import (
 // fails with pubsub.ErrBadCursor rather than a Redis error.
 
 // cursorParts says, per state, what each part holds: 's' a score (ms), 'p' a padded entry ID
-// (a retry member), 'i' an entry ID, 'c' a consumer name (any), '-' nothing. Parts come in pairs
+// (a retry member), 'i' an entry ID, 'c' a consumer name (any), 'n' consumer names (any,
+// joined by newlines: the pending consumers listed whole), '-' nothing. Parts come in pairs
 // where a ZSET is paged (score and member) and in the pending state (the deadline a consumer
 // was ordered by, and the consumer): both are set or neither.
 var cursorParts = map[pubsub.MessageState]string{
 	pubsub.StateReady:   "spi-",
 	pubsub.StateDelayed: "spsi",
-	pubsub.StatePending: "sci-",
+	pubsub.StatePending: "scin",
 	pubsub.StateDead:    "i---",
 }
 
@@ -55,7 +56,7 @@ func decodeCursor(state pubsub.MessageState, cursor string) ([]string, error) {
 		case 'i':
 			_, canonical := parseID(p)
 			ok = p == "" || canonical
-		case 'c':
+		case 'c', 'n':
 			// Any name: another program's consumers hold entries too.
 		case '-':
 			ok = p == ""

@@ -12,8 +12,9 @@
 --   which its PEL idle time tells. The consumers but the parking one are ordered by the
 --   deadline of their first entry (by ID), then by name; each one's entries by ID (a
 --   heartbeat extends all that a consumer holds at once). Cursor: the last listed's consumer,
---   with the deadline it was ordered by, and id. A consumer whose deadline moves between two
---   pages (it claimed, extended or acked) may be listed again, or passed over.
+--   with the deadline it was ordered by, and id, and the consumers listed whole, which later
+--   pages leave out: a consumer whose deadline moves between two pages (it claimed, extended
+--   or acked) is listed where it then stands, never twice.
 -- dead: the dead-letter stream in order. Cursor: the last dead-letter entry ID listed.
 -- Each source is read from its cursor, COUNT at a time: a page costs O(count · log N). The
 -- pending state adds, per page, O(consumers · log N): one XPENDING summary, one HMGET of
@@ -28,7 +29,7 @@
 -- ARGV[5] -> the orphan lease in ms (a consumer without a lease record)
 -- ARGV[6..9] -> the cursor's parts ('' none): ready: retry score, retry member, unread id;
 --   delayed: retry score, retry member, delayed score, delayed member; pending: deadline ms,
---   consumer, id;
+--   consumer, id, the consumers listed whole (joined by newlines);
 --   dead: dead-letter entry id
 -- Returns {more, part1, part2, part3, part4, msg...} (msg: inspect.lua's msg), or an error
 -- reply starting 'NOGROUP relq:' when the group is not registered.
@@ -173,19 +174,25 @@ if state == 'pending' then
     if a.deadline ~= b.deadline then return a.deadline < b.deadline end
     return bytes_less(a.name, b.name)
   end
+  -- The consumers already listed whole (the cursor's fourth part, names joined by newlines) are
+  -- left out, whatever their deadline is now: a deadline recomputed from idle times can
+  -- move by a millisecond between pages (or by a heartbeat), and must neither list a
+  -- consumer again nor pass one over. The cursor's consumer goes first, after its id; the
+  -- others by (deadline, name).
+  local done = {}
+  for name in string.gmatch(c[4], '[^\n]+') do done[name] = true end
   table.sort(holders, before)
-  -- The cursor's consumer goes on after its id, in its place (its deadline then); then those
-  -- after it.
-  local at = c[1] ~= '' and {deadline = tonumber(c[1]), name = c[2]}
   local order = {}
   for _, h in ipairs(holders) do
-    if at and h.name == at.name then
-      h.deadline, h.from = at.deadline, c[3] ~= '' and ('(' .. c[3]) or '-'
+    if c[2] ~= '' and h.name == c[2] then
+      h.from = c[3] ~= '' and ('(' .. c[3]) or '-'
       table.insert(order, 1, h)
-    elseif not at or before(at, h) then
+    elseif not done[h.name] then
       order[#order + 1] = h
     end
   end
+  local listed = c[4]
+  out[5] = listed
   for _, h in ipairs(order) do
     local left = n - (#out - 5)
     if left <= 0 then break end
@@ -194,7 +201,12 @@ if state == 'pending' then
       out[#out + 1] = pending_msg(k, e[1], h.name, tonumber(e[4]), tonumber(e[3]), now, orphan)
       out[2], out[3], out[4] = string.format('%d', h.deadline), h.name, e[1]
     end
-    if #r == left then out[1] = 1 end
+    if #r == left then
+      out[1] = 1
+    else -- listed whole: the next consumer's entries follow
+      listed = listed == '' and h.name or (listed .. '\n' .. h.name)
+      out[5] = listed
+    end
   end
   return out
 end
