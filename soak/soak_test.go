@@ -135,8 +135,13 @@ type snapshot struct {
 
 // settle samples Redis once the last request's asynchronous clean-up (an ephemeral group's
 // Leave runs as its subscription stops) has had its turn: it waits until two samples 100 ms
-// apart agree on the key count, so a sample never catches a request half done.
+// apart agree on the key count, so a sample never catches a request half done; and, in the
+// full run, until streams' publish records expired (drainRecords).
 func settle(t *testing.T, client redis.UniversalClient) snapshot {
+	if drainRecords {
+		require.Eventually(t, func() bool { return read(t, client).records == 0 }, 2*time.Minute, time.Second,
+			"streams' publish records should expire a minute after their publish")
+	}
 	prev := read(t, client)
 	for range 50 {
 		time.Sleep(100 * time.Millisecond)
