@@ -54,18 +54,7 @@ func runCQRS(t *testing.T, b pubsub.Backend, n int, sample func(int)) {
 	})
 	require.NoError(t, err)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = router.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	<-router.Running()
+	ctx := runRouter(t, router)
 
 	warm := n / 5
 	for i := 1; i <= n; i++ {
@@ -138,18 +127,7 @@ func runRequestReply(t *testing.T, b pubsub.Backend, n int, sample func(int), re
 	})
 	require.NoError(t, err)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = router.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	<-router.Running()
+	ctx := runRouter(t, router)
 
 	warm := n / 5
 	for i := 1; i <= n; i++ {
@@ -161,4 +139,21 @@ func runRequestReply(t *testing.T, b pubsub.Backend, n int, sample func(int), re
 			sample(i)
 		}
 	}
+}
+
+// runRouter runs router until the test ends and returns a context that ends with it.
+func runRouter(t *testing.T, router *message.Router) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = router.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	<-router.Running()
+	return ctx
 }

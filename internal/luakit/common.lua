@@ -34,3 +34,31 @@ end
 local function drain_ok(hash)
   redis.call('HDEL', hash, '')
 end
+
+-- bytes_less orders strings byte by byte, as Redis orders the members of one ZSET score and
+-- consumer names (Lua's own < follows the server's locale).
+local function bytes_less(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- zset_after is the rank in the ZSET key of the first member after (score, member) in ZSET
+-- order, so that an Admin listing goes on after the last member of its page even when that
+-- member left: ZRANK's next while member keeps that score, else a binary search by rank among
+-- the members of that score, which Redis orders bytewise. O(log² N).
+local function zset_after(key, score, member)
+  score = tonumber(score)
+  local s = redis.call('ZSCORE', key, member)
+  if s and tonumber(s) == score then return redis.call('ZRANK', key, member) + 1 end
+  local at = string.format('%.17g', score)
+  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. at)
+  local hi = redis.call('ZCOUNT', key, '-inf', at)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if bytes_less(member, redis.call('ZRANGE', key, mid, mid)[1]) then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end

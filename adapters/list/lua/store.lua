@@ -277,13 +277,7 @@ end
 -- last group); a ready or staged one is marked ACKED, and the claim that reaches it drops it
 -- and frees its body (the LIST cannot remove it by id).
 local function store_delete(k, it)
-  if it.where == 'delayed' then
-    redis.call('ZREM', k.delayed, it.id)
-    redis.call('HDEL', k.retries, it.id)
-    unref(k, {it.id})
-  else
-    redis.call('HSET', k.retries, it.id, ACKED)
-  end
+  admin_drop(k, it.where == 'delayed' and k.delayed or nil, it.id, it.id)
 end
 
 -- store_run makes a delayed message store_find found due now, at the back of ready as a

@@ -10,32 +10,6 @@ local function inspect_keys()
   return k
 end
 
--- bytes_less orders strings byte by byte, as Redis orders ZSET members and consumer names
--- (Lua's own < follows the server's locale).
-local function bytes_less(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
-
--- zafter returns the rank in the ZSET key of the first member after (score, member) in the
--- ZSET's order: ZRANK's next when member still has that score, else the first of that score
--- found greater by a binary search by rank (O(log² N)), so a page goes on after a member that
--- left the ZSET.
-local function zafter(key, score, member)
-  local s = redis.call('ZSCORE', key, member)
-  if s and tonumber(s) == tonumber(score) then return redis.call('ZRANK', key, member) + 1 end
-  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. score)
-  local hi = redis.call('ZCOUNT', key, '-inf', score)
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if bytes_less(member, redis.call('ZRANGE', key, mid, mid)[1]) then hi = mid else lo = mid + 1 end
-  end
-  return lo
-end
-
 -- body returns the fields of the stream's entry id, or false when it is gone.
 local function body(k, id)
   local e = redis.call('XRANGE', k.stream, id, id)[1]

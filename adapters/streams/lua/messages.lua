@@ -92,7 +92,7 @@ end
 if state == 'ready' or state == 'delayed' then
   local a, a_end, b, b_end, b_last
   if state == 'ready' then
-    a, a_end = retries(c[1] ~= '' and zafter(k.retry, c[1], c[2]) or 0, true)
+    a, a_end = retries(c[1] ~= '' and zset_after(k.retry, c[1], c[2]) or 0, true)
     -- Unread entries after the group's position and the cursor.
     local start = me.last
     if c[3] ~= '' and id_cmp(c[3], start) > 0 then start = c[3] end
@@ -113,11 +113,11 @@ if state == 'ready' or state == 'delayed' then
     if #r > 0 then b_last = {r[#r][1]} end
   else
     local start = redis.call('ZCOUNT', k.retry, '-inf', now)
-    if c[1] ~= '' then start = math.max(start, zafter(k.retry, c[1], c[2])) end
+    if c[1] ~= '' then start = math.max(start, zset_after(k.retry, c[1], c[2])) end
     a, a_end = retries(start, false)
     -- The topic's delayed entries not due, those after the group's position.
     start = redis.call('ZCOUNT', k.delayed, '-inf', now)
-    if c[3] ~= '' then start = math.max(start, zafter(k.delayed, c[3], c[4])) end
+    if c[3] ~= '' then start = math.max(start, zset_after(k.delayed, c[3], c[4])) end
     local r = redis.call('ZRANGE', k.delayed, start, start + n - 1, 'WITHSCORES')
     b_end = #r < 2 * n
     local ids = {}

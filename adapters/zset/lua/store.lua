@@ -364,13 +364,7 @@ end
 -- its last group); one in queue is marked ACKED, and the claim that reaches it drops it and
 -- frees its body.
 local function store_delete(k, it)
-  if it.where == 'ready' then
-    redis.call('ZREM', k.ready, it.member)
-    redis.call('HDEL', k.retries, it.id)
-    unref(k, {it.id})
-  else
-    redis.call('HSET', k.retries, it.id, ACKED)
-  end
+  admin_drop(k, it.where == 'ready' and k.ready or nil, it.member, it.id)
 end
 
 -- store_run makes a delayed message store_find found due now: into queue at its priority,

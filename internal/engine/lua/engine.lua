@@ -350,32 +350,6 @@ local function admin_error(what)
   return redis.error_reply('RELQ' .. what .. ' admin')
 end
 
--- bytes_less compares two strings bytewise, as a ZSET orders members of one score (Lua's <
--- follows the locale).
-local function bytes_less(a, b)
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
-
--- zset_after is the rank in key of the first member after (score, member) in ZSET order: the
--- rank after member while it keeps that score, else found by bisecting the members of that
--- score, which Redis orders bytewise. O(log² N).
-local function zset_after(key, score, member)
-  local s = redis.call('ZSCORE', key, member)
-  if s and tonumber(s) == score then return redis.call('ZRANK', key, member) + 1 end
-  local lo = redis.call('ZCOUNT', key, '-inf', '(' .. ms(score))
-  local hi = redis.call('ZCOUNT', key, '-inf', ms(score))
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    if bytes_less(member, redis.call('ZRANGE', key, mid, mid)[1]) then hi = mid else lo = mid + 1 end
-  end
-  return lo
-end
-
 -- admin_zpage appends to items the members of key from rank from to rank to (excluded), in
 -- ZSET order, until count are listed or limit were looked at. conv(member, score) makes an
 -- item ({id, ...}) of a member, or nil for a member relq did not write; with hide, ids marked
@@ -467,5 +441,19 @@ local function admin_out(k, items, prio_of, out)
     out[o + 1], out[o + 2], out[o + 3], out[o + 4] = it.id, it.state, attempts, prio
     out[o + 5], out[o + 6], out[o + 7], out[o + 8] = ms(it.due or 0), consumer, ms(it.deadline or 0), ms(since)
     out[o + 9], out[o + 10], out[o + 11] = reason, ms(it.dead_at or 0), bodies[i] or false
+  end
+end
+
+-- admin_drop deletes message id for good: at once from the store ZSET key where it is member
+-- (its body with its last group), or, with no key (a LIST, or a queue member a claim may be
+-- about to pop), by marking it ACKED, so that the claim that reaches it drops it and frees its
+-- body.
+local function admin_drop(k, key, member, id)
+  if key then
+    redis.call('ZREM', key, member)
+    redis.call('HDEL', k.retries, id)
+    unref(k, {id})
+  else
+    redis.call('HSET', k.retries, id, ACKED)
   end
 end
