@@ -25,10 +25,7 @@ func namedMessage(name string, delay time.Duration) pubsub.OutMessage {
 // deadLetterOne claims the group's only ready message and dead-letters it with reason.
 func deadLetterOne(t *testing.T, h Harness, topic, group, reason string) {
 	t.Helper()
-	d := claimN(t, h, topic, group, "c", 1, time.Minute)[0]
-	_, err := h.Backend.Nack(context.Background(), &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: reason}}})
-	require.NoError(t, err)
+	deadLetter(t, h, topic, group, claimN(t, h, topic, group, "c", 1, time.Minute)[0], reason)
 }
 
 // A message deleted from a group, in any state, is never delivered to that group again, nor
@@ -173,9 +170,7 @@ func messageDeadLetters(t *testing.T, h Harness) {
 	ids := make([]string, len(ds))
 	for i, d := range ds {
 		ids[i] = d.ID
-		_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-			Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "test"}}})
-		require.NoError(t, err)
+		deadLetter(t, h, topic, group, d, "test")
 	}
 	dls, err := a.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: topic, Group: group, Count: 10})
 	require.NoError(t, err)

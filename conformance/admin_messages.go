@@ -122,7 +122,6 @@ func messagesPending(t *testing.T, h Harness) {
 // Dead letters are listed in the order they died, each with its reason.
 func messagesDead(t *testing.T, h Harness) {
 	a := adminOf(t, h)
-	ctx := context.Background()
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, pagedTotal)
@@ -132,10 +131,7 @@ func messagesDead(t *testing.T, h Harness) {
 		ids[i] = d.ID
 	}
 	for _, id := range byRank(ids) { // one call each: the death order is the call order
-		d := ds[slices.Index(ids, id)]
-		_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-			Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "reason of " + d.ID}}})
-		require.NoError(t, err)
+		deadLetter(t, h, topic, group, ds[slices.Index(ids, id)], "reason of "+id)
 		// A death time is kept in whole ms of the Redis clock: the next one falls in a later
 		// ms, so that the order of death is not a tie for the backend to break another way.
 		time.Sleep(2 * time.Millisecond)

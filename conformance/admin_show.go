@@ -47,9 +47,7 @@ func messageShows(t *testing.T, h Harness) {
 	dead := publishOne(t, h, topic, pubsub.OutMessage{Envelope: deadEnv})
 	d = claimN(t, h, topic, group, "c", 1, time.Minute)[0]
 	deadStart := time.Now()
-	_, err = h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "cannot parse: line 3"}}})
-	require.NoError(t, err)
+	deadLetter(t, h, topic, group, d, "cannot parse: line 3")
 	deadEnd := time.Now()
 
 	// Claimed last, so that no claim above could take it back once its lease ran out.

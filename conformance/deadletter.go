@@ -31,10 +31,7 @@ func deadLetterPurgeLimit(t *testing.T, h Harness) {
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 3)
 	for _, d := range claimN(t, h, topic, group, "c", 3, time.Minute) {
-		// One nack call each, in claim order, so the dead-lettered-at order is the claim order.
-		_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-			Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "test"}}})
-		require.NoError(t, err)
+		deadLetter(t, h, topic, group, d, "test") // in claim order: the dead-lettered-at order
 	}
 	before := deadLetters(t, h, topic, group, 0, 10)
 	require.Len(t, before, 3)

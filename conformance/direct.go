@@ -81,6 +81,15 @@ func deadLetters(t *testing.T, h Harness, topic, group string, offset, count int
 	return dls
 }
 
+// deadLetter dead-letters d, held by consumer "c", with reason. One Nack call each: the
+// dead-lettered-at order of several is the order of the calls.
+func deadLetter(t *testing.T, h Harness, topic, group string, d pubsub.Delivery, reason string) {
+	t.Helper()
+	_, err := h.Backend.Nack(context.Background(), &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
+		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: reason}}})
+	require.NoError(t, err)
+}
+
 // ensureGroup registers group on topic, as a Subscriber does before it claims. A test that
 // drives a group directly registers it before publishing: a message published to a topic
 // with no group waits in the topic's backlog for the first group registered.

@@ -10,7 +10,6 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
-
 func testEphemeral(t *testing.T, f Factory) {
 	run(t, f, "LastLeaveDeletesGroupAndKeys", Options{}, ephemeralJoinLeave)
 	run(t, f, "DurableIsNotEphemeral", Options{}, ephemeralDurable)

@@ -11,22 +11,18 @@ import (
 
 func TestTheFirstGroupTakesTheBacklogWhateverFromOldestSays(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatNative, FormatWatermill} {
-		t.Run(string(format), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, func(o *Options) { o.Format = format })
-			topic := e.Prefix + "-t"
-			backlog := e.Publish(topic, "a", "b")
-			e.EnsureGroup(topic, "first") // not FromOldest
-			e.EnsureGroup(topic, "second")
-			fresh := e.Publish(topic, "c")
+	eachFormat(t, func(t *testing.T, e *env) {
+		topic := e.Prefix + "-t"
+		backlog := e.Publish(topic, "a", "b")
+		e.EnsureGroup(topic, "first") // not FromOldest
+		e.EnsureGroup(topic, "second")
+		fresh := e.Publish(topic, "c")
 
-			require.Equal(t, append(backlog, fresh...), adaptertest.IDs(e.Claim(topic, "first", "c", 10)))
-			require.Equal(t, fresh, adaptertest.IDs(e.Claim(topic, "second", "c", 10)))
-			require.Equal(t, int64(3), e.Stats(topic, "first").Counters.Published)
-			require.Equal(t, int64(1), e.Stats(topic, "second").Counters.Published)
-		})
-	}
+		require.Equal(t, append(backlog, fresh...), adaptertest.IDs(e.Claim(topic, "first", "c", 10)))
+		require.Equal(t, fresh, adaptertest.IDs(e.Claim(topic, "second", "c", 10)))
+		require.Equal(t, int64(3), e.Stats(topic, "first").Counters.Published)
+		require.Equal(t, int64(1), e.Stats(topic, "second").Counters.Published)
+	})
 }
 
 func TestAnEphemeralFirstGroupTakesTheBacklogToo(t *testing.T) {
@@ -46,9 +42,7 @@ func TestTheBacklogIsBoundedInLengthAndInTime(t *testing.T) {
 	}
 	n := e.xlen(e.tk("t").stream)
 	require.Equal(t, int64(150), n, "the backlog keeps exactly BacklogLimit entries")
-	info, err := e.b.Topic(e.Ctx, "t")
-	require.NoError(t, err)
-	require.Equal(t, n, info.Backlog)
+	require.Equal(t, n, e.topicInfo("t").Backlog)
 	for _, key := range []string{e.tk("t").stream, e.tk("t").published} {
 		ttl := e.C.PTTL(e.Ctx, key).Val()
 		require.True(t, ttl > 59*time.Minute && ttl <= time.Hour, "%s expires in %v", key, ttl)
@@ -62,9 +56,7 @@ func TestTheBacklogIsBoundedInLengthAndInTime(t *testing.T) {
 	for _, key := range []string{e.tk("t").stream, e.tk("t").published} {
 		require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, key).Val(), "%s still expires", key)
 	}
-	info, err = e.b.Topic(e.Ctx, "t")
-	require.NoError(t, err)
-	require.Zero(t, info.Backlog, "no backlog while the topic has a group")
+	require.Zero(t, e.topicInfo("t").Backlog, "no backlog while the topic has a group")
 }
 
 func TestABacklogExpiresWithItsKeys(t *testing.T) {
@@ -80,29 +72,23 @@ func TestABacklogExpiresWithItsKeys(t *testing.T) {
 // delete leaves no key, and a later first group takes only what came after.
 func TestWhatWasPublishedWhileTheTopicHadAGroupIsNoBacklog(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatNative, FormatWatermill} {
-		t.Run(string(format), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, func(o *Options) { o.Format = format })
-			topic := e.Prefix + "-t"
-			e.EnsureGroup(topic, "fast")
-			e.EnsureGroup(topic, "slow")
-			e.Publish(topic, payloads("m", 6)...)
-			e.Claim(topic, "fast", "c", 4)
-			e.Claim(topic, "slow", "c", 1)
-			require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "fast"))
-			require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "slow"))
-			require.Empty(t, e.Keys(topic), "the last group's delete left keys of a topic with no backlog")
+	eachFormat(t, func(t *testing.T, e *env) {
+		topic := e.Prefix + "-t"
+		e.EnsureGroup(topic, "fast")
+		e.EnsureGroup(topic, "slow")
+		e.Publish(topic, payloads("m", 6)...)
+		e.Claim(topic, "fast", "c", 4)
+		e.Claim(topic, "slow", "c", 1)
+		require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "fast"))
+		require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "slow"))
+		require.Empty(t, e.Keys(topic), "the last group's delete left keys of a topic with no backlog")
 
-			later := e.Publish(topic, "a", "b")
-			info, err := e.b.Topic(e.Ctx, topic)
-			require.NoError(t, err)
-			require.Equal(t, pubsub.TopicInfo{Name: topic, Groups: []string{}, Backlog: 2}, info)
-			e.EnsureGroupFromOldest(topic, "next")
-			require.Equal(t, counts{Ready: 2}, e.counts(topic, "next"))
-			require.Equal(t, later, adaptertest.IDs(e.Claim(topic, "next", "c", 10)))
-		})
-	}
+		later := e.Publish(topic, "a", "b")
+		require.Equal(t, pubsub.TopicInfo{Name: topic, Groups: []string{}, Backlog: 2}, e.topicInfo(topic))
+		e.EnsureGroupFromOldest(topic, "next")
+		require.Equal(t, counts{Ready: 2}, e.counts(topic, "next"))
+		require.Equal(t, later, adaptertest.IDs(e.Claim(topic, "next", "c", 10)))
+	})
 }
 
 // While another deleted group's dead letters are still being released, the last group's
@@ -128,35 +114,29 @@ func TestTheLastGroupsEntriesAreTrimmedInStepsWhileADeleteIsUnfinished(t *testin
 	later := e.Publish("t", "later") // finishes the deletes (tidy)
 	require.False(t, e.Exists(e.gk("t", "g").deadGone))
 	require.Equal(t, int64(1), e.xlen(e.tk("t").stream))
-	info, err := e.b.Topic(e.Ctx, "t")
-	require.NoError(t, err)
-	require.Equal(t, int64(1), info.Backlog)
+	require.Equal(t, int64(1), e.topicInfo("t").Backlog)
 	e.EnsureGroup("t", "first")
 	require.Equal(t, later, adaptertest.IDs(e.Claim("t", "first", "c", 10)))
 }
 
 func TestATopicLeftWithNoGroupAndNoBacklogLeavesNoKey(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatNative, FormatWatermill} {
-		t.Run(string(format), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, func(o *Options) { o.Format = format })
-			topic := e.Prefix + "-t"
-			e.EnsureGroup(topic, "g")
-			e.Publish(topic, "a", "b")
-			e.PublishDelayed(topic, time.Hour, "later")
-			ds := e.Claim(topic, "g", "c", 10)
-			e.Nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
-			e.Ack(topic, "g", "c", ds[1:]...)
-			require.NotEmpty(t, e.Keys(topic))
+	eachFormat(t, func(t *testing.T, e *env) {
+		topic := e.Prefix + "-t"
+		e.EnsureGroup(topic, "g")
+		e.Publish(topic, "a", "b")
+		e.PublishDelayed(topic, time.Hour, "later")
+		ds := e.Claim(topic, "g", "c", 10)
+		e.Nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
+		e.Ack(topic, "g", "c", ds[1:]...)
+		require.NotEmpty(t, e.Keys(topic))
 
-			require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "g"))
-			require.Empty(t, e.Keys(topic))
-			require.False(t, e.Exists(e.tk(topic).stream))
-			_, err := e.b.Topic(e.Ctx, topic)
-			require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
-		})
-	}
+		require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "g"))
+		require.Empty(t, e.Keys(topic))
+		require.False(t, e.Exists(e.tk(topic).stream))
+		_, err := e.b.Topic(e.Ctx, topic)
+		require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+	})
 }
 
 // Redis is told how many entries come before the backlog, so it knows the first group's lag

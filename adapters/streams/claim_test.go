@@ -157,25 +157,21 @@ func TestDelayedPublishIsParkedUntilDueAndDeliveredAsTheFirstAttempt(t *testing.
 
 func TestCorruptEntryIsClaimedWithAnError(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatNative, FormatWatermill} {
-		t.Run(string(format), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, func(o *Options) { o.Format = format })
-			topic := "t-" + e.Prefix
-			require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", []byte("\x07garbage")))
-			_, err := e.C.XAdd(e.Ctx, &redis.XAddArgs{Stream: e.tk(topic).stream, Values: []string{"foreign", "data"}}).Result()
-			require.NoError(t, err)
-			e.Publish(topic, "good")
+	eachFormat(t, func(t *testing.T, e *env) {
+		topic := "t-" + e.Prefix
+		require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", []byte("\x07garbage")))
+		_, err := e.C.XAdd(e.Ctx, &redis.XAddArgs{Stream: e.tk(topic).stream, Values: []string{"foreign", "data"}}).Result()
+		require.NoError(t, err)
+		e.Publish(topic, "good")
 
-			ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 10, Lease: time.Minute})
-			require.NoError(t, err)
-			require.Len(t, ds, 3)
-			require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
-			require.ErrorIs(t, ds[1].Err, pubsub.ErrCorruptEntry)
-			require.NoError(t, ds[2].Err)
-			require.Equal(t, "good", string(ds[2].Envelope.Payload))
-		})
-	}
+		ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 10, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, ds, 3)
+		require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
+		require.ErrorIs(t, ds[1].Err, pubsub.ErrCorruptEntry)
+		require.NoError(t, ds[2].Err)
+		require.Equal(t, "good", string(ds[2].Envelope.Payload))
+	})
 }
 
 func TestInjectOrphanIsNotImplemented(t *testing.T) {

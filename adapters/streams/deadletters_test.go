@@ -121,23 +121,19 @@ func TestPurgeDeletesDeadLettersAndWithDeleteOnAckTheirEntries(t *testing.T) {
 
 func TestDeadLetterOfACorruptEntryKeepsItsBytes(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatNative, FormatWatermill} {
-		t.Run(string(format), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, func(o *Options) { o.Format = format })
-			topic := "t-" + e.Prefix
-			raw := []byte("\x07not a message\x00\xff")
-			require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", raw))
-			ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
-			require.NoError(t, err)
-			require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
-			e.Nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
+	eachFormat(t, func(t *testing.T, e *env) {
+		topic := "t-" + e.Prefix
+		raw := []byte("\x07not a message\x00\xff")
+		require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", raw))
+		ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
+		require.NoError(t, err)
+		require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
+		e.Nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
 
-			dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: topic, Group: "g"})
-			require.NoError(t, err)
-			require.Len(t, dls, 1)
-			require.Equal(t, raw, dls[0].Raw)
-			require.Contains(t, dls[0].Reason, "corrupt")
-		})
-	}
+		dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: topic, Group: "g"})
+		require.NoError(t, err)
+		require.Len(t, dls, 1)
+		require.Equal(t, raw, dls[0].Raw)
+		require.Contains(t, dls[0].Reason, "corrupt")
+	})
 }

@@ -36,6 +36,25 @@ func newEnv(t *testing.T, opts ...func(*Options)) *env {
 	return e
 }
 
+// eachFormat runs test in a parallel subtest per Format, each on an env of its own made with
+// opts: the formats store entries differently, and each must keep every promise.
+func eachFormat(t *testing.T, test func(t *testing.T, e *env), opts ...func(*Options)) {
+	for _, format := range []Format{FormatNative, FormatWatermill} {
+		t.Run(string(format), func(t *testing.T) {
+			t.Parallel()
+			test(t, newEnv(t, append([]func(*Options){func(o *Options) { o.Format = format }}, opts...)...))
+		})
+	}
+}
+
+// topicInfo reads the topic's TopicInfo through the Admin API.
+func (e *env) topicInfo(topic string) pubsub.TopicInfo {
+	e.T.Helper()
+	info, err := e.b.Topic(e.Ctx, topic)
+	require.NoError(e.T, err)
+	return info
+}
+
 func watermillFormat(o *Options) { o.Format = FormatWatermill }
 func deleteOnAck(o *Options)     { o.Retention = DeleteOnAck }
 

@@ -73,58 +73,54 @@ func (e *env) eachState(topic, group string) map[pubsub.MessageState][]string {
 
 func TestMessagesListsEveryStateInDeliveryOrder(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatNative, FormatWatermill} {
-		t.Run(string(format), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, func(o *Options) { o.Format = format })
-			topic := e.Prefix + "-t"
-			want := e.eachState(topic, "g")
-			now := e.redisNow()
-			for _, state := range pubsub.States {
-				p := e.page(topic, "g", state, "", 10)
-				require.Equal(t, want[state], messageIDs(p.Messages), state)
-				require.Empty(t, p.Next, state)
+	eachFormat(t, func(t *testing.T, e *env) {
+		topic := e.Prefix + "-t"
+		want := e.eachState(topic, "g")
+		now := e.redisNow()
+		for _, state := range pubsub.States {
+			p := e.page(topic, "g", state, "", 10)
+			require.Equal(t, want[state], messageIDs(p.Messages), state)
+			require.Empty(t, p.Next, state)
+		}
+
+		ready := e.page(topic, "g", pubsub.StateReady, "", 10).Messages
+		require.Equal(t, adaptertest.Envelope("e"), ready[1].Envelope)
+		require.Equal(t, []int{1, 0, 0}, []int{ready[0].Attempts, ready[1].Attempts, ready[2].Attempts})
+		require.True(t, ready[0].Due.IsZero())
+
+		delayed := e.page(topic, "g", pubsub.StateDelayed, "", 10).Messages
+		require.Equal(t, 1, delayed[0].Attempts)
+		require.Equal(t, 0, delayed[1].Attempts)
+		require.Equal(t, adaptertest.Envelope("later"), delayed[1].Envelope)
+		for _, m := range delayed {
+			require.WithinDuration(t, now.Add(time.Hour), m.Due, 10*time.Second)
+		}
+
+		pending := e.page(topic, "g", pubsub.StatePending, "", 10).Messages[0]
+		require.Equal(t, "c1", pending.Consumer)
+		require.Equal(t, 1, pending.Attempts)
+		require.Equal(t, adaptertest.Envelope("d"), pending.Envelope)
+		require.Greater(t, pending.LeaseLeft, 50*time.Second)
+		require.LessOrEqual(t, pending.LeaseLeft, time.Minute)
+		require.WithinDuration(t, now, pending.Since, 10*time.Second)
+
+		dead := e.page(topic, "g", pubsub.StateDead, "", 10).Messages[0]
+		require.Equal(t, "bad", dead.Reason)
+		require.Equal(t, 1, dead.Attempts)
+		require.Equal(t, adaptertest.Envelope("c"), dead.Envelope)
+		require.WithinDuration(t, now, dead.DeadAt, 10*time.Second)
+
+		// Message shows each, wherever it is.
+		for state, ids := range want {
+			for _, id := range ids {
+				m, err := e.b.Message(e.Ctx, &pubsub.MessageParams{Topic: topic, Group: "g", ID: id})
+				require.NoError(t, err)
+				require.Equal(t, state, m.State, id)
+				require.Equal(t, id, m.ID)
+				require.Equal(t, "g", m.Group)
 			}
-
-			ready := e.page(topic, "g", pubsub.StateReady, "", 10).Messages
-			require.Equal(t, adaptertest.Envelope("e"), ready[1].Envelope)
-			require.Equal(t, []int{1, 0, 0}, []int{ready[0].Attempts, ready[1].Attempts, ready[2].Attempts})
-			require.True(t, ready[0].Due.IsZero())
-
-			delayed := e.page(topic, "g", pubsub.StateDelayed, "", 10).Messages
-			require.Equal(t, 1, delayed[0].Attempts)
-			require.Equal(t, 0, delayed[1].Attempts)
-			require.Equal(t, adaptertest.Envelope("later"), delayed[1].Envelope)
-			for _, m := range delayed {
-				require.WithinDuration(t, now.Add(time.Hour), m.Due, 10*time.Second)
-			}
-
-			pending := e.page(topic, "g", pubsub.StatePending, "", 10).Messages[0]
-			require.Equal(t, "c1", pending.Consumer)
-			require.Equal(t, 1, pending.Attempts)
-			require.Equal(t, adaptertest.Envelope("d"), pending.Envelope)
-			require.Greater(t, pending.LeaseLeft, 50*time.Second)
-			require.LessOrEqual(t, pending.LeaseLeft, time.Minute)
-			require.WithinDuration(t, now, pending.Since, 10*time.Second)
-
-			dead := e.page(topic, "g", pubsub.StateDead, "", 10).Messages[0]
-			require.Equal(t, "bad", dead.Reason)
-			require.Equal(t, 1, dead.Attempts)
-			require.Equal(t, adaptertest.Envelope("c"), dead.Envelope)
-			require.WithinDuration(t, now, dead.DeadAt, 10*time.Second)
-
-			// Message shows each, wherever it is.
-			for state, ids := range want {
-				for _, id := range ids {
-					m, err := e.b.Message(e.Ctx, &pubsub.MessageParams{Topic: topic, Group: "g", ID: id})
-					require.NoError(t, err)
-					require.Equal(t, state, m.State, id)
-					require.Equal(t, id, m.ID)
-					require.Equal(t, "g", m.Group)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 func TestMessagesPageAcrossSourcesWithoutRepeats(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/relq/relq/pubsub"
 )
 
@@ -141,6 +143,32 @@ func openGroup(ctx context.Context, env Env, conn *connOptions, topic, group str
 	return g, nil
 }
 
+// onTopic makes the RunE of a verb on topic args[0]: it connects, finds the topic (or says
+// which there are), runs do on it and closes the connection, so that no verb forgets to.
+func onTopic(env Env, conn *connOptions, do func(cmd *cobra.Command, t *adminTopic) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		t, err := openTopic(cmd.Context(), env, conn, args[0])
+		if err != nil {
+			return err
+		}
+		defer t.s.Close()
+		return do(cmd, t)
+	}
+}
+
+// onGroup makes the RunE of a verb on group args[1] of topic args[0], as onTopic does; do
+// gets args for what follows them (a message ID).
+func onGroup(env Env, conn *connOptions, do func(cmd *cobra.Command, g *adminGroup, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		g, err := openGroup(cmd.Context(), env, conn, args[0], args[1])
+		if err != nil {
+			return err
+		}
+		defer g.s.Close()
+		return do(cmd, g, args)
+	}
+}
+
 // notFound is the error for a group the topic does not have; it lists those it has.
 func (g *adminGroup) notFound() error {
 	if len(g.info.Groups) == 0 {
@@ -174,6 +202,19 @@ func (g *adminGroup) explain(what string, err error) error {
 func (g *adminGroup) noMessage(id string) error {
 	return fmt.Errorf("no message %q in %s: the group does not hold it (relq msg ls %s %s --state STATE lists what it holds)",
 		id, g.describe(), g.ref.topic, g.group)
+}
+
+// relqGroup reports whether group is one relq can read: a streams topic may carry another
+// program's consumer group, under a name relq refuses, which the listings leave out.
+func relqGroup(group string) bool { return pubsub.ValidateName("group", group) == nil }
+
+// groupStats reads the counts of group, one of the topic's groups as listed.
+func (t *adminTopic) groupStats(ctx context.Context, group string) (pubsub.Stats, error) {
+	st, err := t.admin.Stats(ctx, &pubsub.StatsParams{Topic: t.ref.topic, Group: group})
+	if err != nil {
+		return pubsub.Stats{}, t.explain("stats of "+t.ref.topic+"/"+group, err)
+	}
+	return st, nil
 }
 
 // stats reads the group's counts.

@@ -34,6 +34,20 @@ func confirm(env Env, yes bool, verb, question string) (bool, error) {
 	return false, nil
 }
 
+// confirmDelete asks question as confirm does, for a verb that deletes: it returns nil to go
+// ahead; an answer no prints "Nothing deleted." on out and ends verb with errNotConfirmed.
+func confirmDelete(env Env, out io.Writer, yes bool, verb, question string) error {
+	ok, err := confirm(env, yes, verb, question)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Fprintln(out, "Nothing deleted.")
+		return errNotConfirmed(verb)
+	}
+	return nil
+}
+
 // errNotConfirmed ends a destructive verb whose question was answered no.
 func errNotConfirmed(verb string) error { return errors.New(verb + " not confirmed") }
 

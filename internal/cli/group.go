@@ -40,16 +40,10 @@ func newGroupLsCommand(env Env, conn *connOptions) *cobra.Command {
 		Short:   "List a topic's groups: running or paused, their counts, durable or ephemeral",
 		Example: `  relq group ls orders`,
 		Args:    argsNamed("TOPIC"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			t, err := openTopic(ctx, env, conn, args[0])
-			if err != nil {
-				return err
-			}
-			defer t.s.Close()
+		RunE: onTopic(env, conn, func(cmd *cobra.Command, t *adminTopic) error {
 			out := cmd.OutOrStdout()
-			return writeGroups(ctx, out, widthOf(env, out), t)
-		},
+			return writeGroups(cmd.Context(), out, widthOf(env, out), t)
+		}),
 	}
 }
 
@@ -66,12 +60,12 @@ func writeGroups(ctx context.Context, out io.Writer, width int, t *adminTopic) e
 	}
 	tbl := newTable(out, width, "GROUP", "STATUS", "READY", "DELAYED", "PENDING", "DEAD", "OLDEST PENDING", "OLDEST READY", "KIND")
 	for _, gi := range groups {
-		if pubsub.ValidateName("group", gi.Name) != nil {
-			continue // another program's consumer group (streams) that relq cannot read
+		if !relqGroup(gi.Name) {
+			continue
 		}
-		st, err := t.admin.Stats(ctx, &pubsub.StatsParams{Topic: t.ref.topic, Group: gi.Name})
+		st, err := t.groupStats(ctx, gi.Name)
 		if err != nil {
-			return t.explain("stats of "+t.ref.topic+"/"+gi.Name, err)
+			return err
 		}
 		status, kind := "running", "durable"
 		if gi.Paused {
@@ -103,14 +97,8 @@ acks and nacks count). relq group resume undoes it. Pausing a paused group chang
 while it was paused first. Resuming a running group changes nothing.`
 		cmd.Example = `  relq group resume orders billing`
 	}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ctx := cmd.Context()
-		g, err := openGroup(ctx, env, conn, args[0], args[1])
-		if err != nil {
-			return err
-		}
-		defer g.s.Close()
-		out := cmd.OutOrStdout()
+	cmd.RunE = onGroup(env, conn, func(cmd *cobra.Command, g *adminGroup, _ []string) error {
+		ctx, out := cmd.Context(), cmd.OutOrStdout()
 		if !pause {
 			if err := g.admin.ResumeGroup(ctx, g.ref.topic, g.group); err != nil {
 				return g.explain("resume "+g.name(), err)
@@ -121,10 +109,10 @@ while it was paused first. Resuming a running group changes nothing.`
 		if err := g.admin.PauseGroup(ctx, g.ref.topic, g.group); err != nil {
 			return g.explain("pause "+g.name(), err)
 		}
-		_, err = fmt.Fprintf(out, "Paused %s: its consumers get nothing until relq group resume %s %s; "+
+		_, err := fmt.Fprintf(out, "Paused %s: its consumers get nothing until relq group resume %s %s; "+
 			"publishes still store messages for it.\n", g.describe(), g.ref.topic, g.group)
 		return err
-	}
+	})
 	return cmd
 }
 
@@ -144,26 +132,15 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 		Example: `  relq group delete orders billing
   relq group delete orders billing --yes`,
 		Args: argsNamed("TOPIC", "GROUP"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			g, err := openGroup(ctx, env, conn, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			defer g.s.Close()
+		RunE: onGroup(env, conn, func(cmd *cobra.Command, g *adminGroup, _ []string) error {
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
 			st, err := g.stats(ctx)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			ok, err := confirm(env, yes, "group delete", fmt.Sprintf("Delete group %s at %s, which holds %s, for good?",
-				g.describe(), g.s.where, countsText(st)))
-			if err != nil {
+			if err := confirmDelete(env, out, yes, "group delete", fmt.Sprintf("Delete group %s at %s, which holds %s, for good?",
+				g.describe(), g.s.where, countsText(st))); err != nil {
 				return err
-			}
-			if !ok {
-				fmt.Fprintln(out, "Nothing deleted.")
-				return errNotConfirmed("group delete")
 			}
 			if err := g.admin.DeleteGroup(ctx, g.ref.topic, g.group); err != nil {
 				return g.explain("delete "+g.name(), err)
@@ -173,7 +150,7 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 				fmt.Fprintf(out, "It was the last group of topic %s, which had no backlog: every key of the topic is gone too.\n", g.ref.topic)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd

@@ -76,18 +76,14 @@ messages are in a Redis LIST: there a page cannot start deeper than 10,000 messa
 			if opts.count < 1 || opts.count > msgCountMax {
 				return fmt.Errorf("--count %d: want 1 to %d", opts.count, msgCountMax)
 			}
-			ctx := cmd.Context()
-			g, err := openGroup(ctx, env, conn, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			defer g.s.Close()
-			st, err := g.stats(ctx)
-			if err != nil {
-				return err
-			}
-			l := &msgLister{g: g, env: env, out: cmd.OutOrStdout(), state: state, opts: opts}
-			return l.run(cmd, st)
+			return onGroup(env, conn, func(cmd *cobra.Command, g *adminGroup, _ []string) error {
+				st, err := g.stats(cmd.Context())
+				if err != nil {
+					return err
+				}
+				l := &msgLister{g: g, env: env, out: cmd.OutOrStdout(), state: state, opts: opts}
+				return l.run(cmd, st)
+			})(cmd, args)
 		},
 	}
 	f := cmd.Flags()

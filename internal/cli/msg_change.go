@@ -23,29 +23,17 @@ input) unless --yes is given; when standard input is not a terminal it refuses w
 		Example: `  relq msg rm orders billing 42
   relq msg rm orders billing 42 --yes`,
 		Args: argsNamed("TOPIC", "GROUP", "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			g, err := openGroup(ctx, env, conn, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			defer g.s.Close()
-			id := args[2]
+		RunE: onGroup(env, conn, func(cmd *cobra.Command, g *adminGroup, args []string) error {
+			id, out := args[2], cmd.OutOrStdout()
 			m, err := g.message(cmd, id)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			ok, err := confirm(env, yes, "msg rm", fmt.Sprintf("Delete message %s (%s) of %s at %s for good?",
-				oneLine(id), whereIs(m), g.describe(), g.s.where))
-			if err != nil {
+			if err := confirmDelete(env, out, yes, "msg rm", fmt.Sprintf("Delete message %s (%s) of %s at %s for good?",
+				oneLine(id), whereIs(m), g.describe(), g.s.where)); err != nil {
 				return err
 			}
-			if !ok {
-				fmt.Fprintln(out, "Nothing deleted.")
-				return errNotConfirmed("msg rm")
-			}
-			err = g.admin.DeleteMessage(ctx, &pubsub.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
+			err = g.admin.DeleteMessage(cmd.Context(), &pubsub.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
 			if errors.Is(err, pubsub.ErrMessageNotFound) {
 				return g.noMessage(id)
 			}
@@ -54,7 +42,7 @@ input) unless --yes is given; when standard input is not a terminal it refuses w
 			}
 			_, err = fmt.Fprintf(out, "Deleted message %s of %s.\n", oneLine(id), g.describe())
 			return err
-		},
+		}),
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
@@ -69,15 +57,9 @@ next claim can take it. A message in another state is left as it is, with an err
 where it is (relq dead requeue puts a dead letter back).`,
 		Example: `  relq msg run reminders default 17`,
 		Args:    argsNamed("TOPIC", "GROUP", "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			g, err := openGroup(ctx, env, conn, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			defer g.s.Close()
+		RunE: onGroup(env, conn, func(cmd *cobra.Command, g *adminGroup, args []string) error {
 			id := args[2]
-			err = g.admin.RunMessage(ctx, &pubsub.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
+			err := g.admin.RunMessage(cmd.Context(), &pubsub.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
 			switch {
 			case errors.Is(err, pubsub.ErrMessageNotFound):
 				return g.noMessage(id)
@@ -89,7 +71,7 @@ where it is (relq dead requeue puts a dead letter back).`,
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Message %s of %s is due now: the group's next claim can take it.\n",
 				oneLine(id), g.describe())
 			return err
-		},
+		}),
 	}
 }
 

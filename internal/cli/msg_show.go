@@ -25,13 +25,7 @@ the payload bytes alone, unchanged, for a file or a pipe.`,
 		Example: `  relq msg show orders billing 42
   relq msg show orders billing 42 --raw > payload.bin`,
 		Args: argsNamed("TOPIC", "GROUP", "ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			g, err := openGroup(ctx, env, conn, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			defer g.s.Close()
+		RunE: onGroup(env, conn, func(cmd *cobra.Command, g *adminGroup, args []string) error {
 			m, err := g.message(cmd, args[2])
 			if err != nil {
 				return err
@@ -47,7 +41,7 @@ the payload bytes alone, unchanged, for a file or a pipe.`,
 			}
 			writeMessage(out, g, m)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&raw, "raw", false, "write only the payload's bytes (the stored entry's, if it cannot be decoded)")
 	return cmd

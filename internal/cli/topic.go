@@ -68,13 +68,7 @@ func newTopicShowCommand(env Env, conn *connOptions) *cobra.Command {
 		Short:   "Show a topic: its backlog and a table of its groups",
 		Example: `  relq topic show orders`,
 		Args:    argsNamed("TOPIC"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			t, err := openTopic(ctx, env, conn, args[0])
-			if err != nil {
-				return err
-			}
-			defer t.s.Close()
+		RunE: onTopic(env, conn, func(cmd *cobra.Command, t *adminTopic) error {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Topic %s\n", t.describe())
 			backlog := "none"
@@ -83,8 +77,8 @@ func newTopicShowCommand(env Env, conn *connOptions) *cobra.Command {
 			}
 			fmt.Fprintf(out, "  backlog:  %s\n", backlog)
 			fmt.Fprintf(out, "  groups:   %d\n\n", len(t.info.Groups))
-			return writeGroups(ctx, out, widthOf(env, out), t)
-		},
+			return writeGroups(cmd.Context(), out, widthOf(env, out), t)
+		}),
 	}
 }
 
@@ -104,26 +98,15 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 		Example: `  relq topic delete orders
   relq topic delete orders --yes`,
 		Args: argsNamed("TOPIC"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			t, err := openTopic(ctx, env, conn, args[0])
-			if err != nil {
-				return err
-			}
-			defer t.s.Close()
+		RunE: onTopic(env, conn, func(cmd *cobra.Command, t *adminTopic) error {
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
 			held, err := t.held(ctx)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			ok, err := confirm(env, yes, "topic delete", fmt.Sprintf("Delete topic %s at %s for good: %s?",
-				t.describe(), t.s.where, held))
-			if err != nil {
+			if err := confirmDelete(env, out, yes, "topic delete", fmt.Sprintf("Delete topic %s at %s for good: %s?",
+				t.describe(), t.s.where, held)); err != nil {
 				return err
-			}
-			if !ok {
-				fmt.Fprintln(out, "Nothing deleted.")
-				return errNotConfirmed("topic delete")
 			}
 			if err := t.admin.DeleteTopic(ctx, t.ref.topic); err != nil {
 				return t.explain("delete topic "+t.ref.topic, err)
@@ -131,7 +114,7 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 			_, err = fmt.Fprintf(out, "Deleted topic %s: %s. A publish to it creates it again, its message IDs starting over.\n",
 				t.describe(), held)
 			return err
-		},
+		}),
 	}
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
@@ -142,12 +125,12 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 func (t *adminTopic) held(ctx context.Context) (string, error) {
 	var sum pubsub.Stats
 	for _, g := range t.info.Groups {
-		if pubsub.ValidateName("group", g) != nil {
+		if !relqGroup(g) {
 			continue
 		}
-		st, err := t.admin.Stats(ctx, &pubsub.StatsParams{Topic: t.ref.topic, Group: g})
+		st, err := t.groupStats(ctx, g)
 		if err != nil {
-			return "", t.explain("stats of "+t.ref.topic+"/"+g, err)
+			return "", err
 		}
 		sum.Ready += st.Ready
 		sum.Delayed += st.Delayed

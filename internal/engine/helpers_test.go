@@ -66,6 +66,25 @@ func claim(t *testing.T, e *engine.Engine, topic, group, consumer string, n int)
 	return ds
 }
 
+// claimAll claims n at a time until a claim returns nothing, and returns what it got: all
+// that the group had ready.
+func claimAll(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) []pubsub.Delivery {
+	t.Helper()
+	var got []pubsub.Delivery
+	for ds := claim(t, e, topic, group, consumer, n); len(ds) > 0; ds = claim(t, e, topic, group, consumer, n) {
+		got = append(got, ds...)
+	}
+	return got
+}
+
+// groupsOf lists the groups registered on topic.
+func groupsOf(t *testing.T, e *engine.Engine, topic string) []string {
+	t.Helper()
+	groups, err := e.Groups(t.Context(), topic)
+	require.NoError(t, err)
+	return groups
+}
+
 // stats reads a group's stats.
 func stats(t *testing.T, e *engine.Engine, topic, group string) pubsub.Stats {
 	t.Helper()
