@@ -52,7 +52,7 @@ var (
 	aclClientCommands = map[string][]string{
 		"list":    {"blmove", "hkeys", "zrange"}, // the blocking claim; the registry, trash
 		"zset":    {"blpop", "hkeys", "zrange"},  // the blocking wait on wake-up lists; the registry, trash
-		"streams": {"xread", "xinfo|groups"},   // the blocking wait for new entries; groups
+		"streams": {"xread", "xinfo|groups"},     // the blocking wait for new entries; groups
 	}
 	// aclAdminCommands are sent from Go, outside scripts, by each backend's pubsub.Admin:
 	// ListTopics finds the topics with SCAN (on every primary of a Cluster); DeleteTopic reads
