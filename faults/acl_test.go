@@ -27,11 +27,18 @@ import (
 )
 
 // The least-privilege ACL rule of each backend is its key pattern, no Pub/Sub channels, and
-// exactly the commands it sends: the ones its Go code sends directly (aclClientCommands), the
+// exactly the commands its data plane sends (the Backend and pubsub.Ephemeral, which
+// Publisher and Subscriber use): the ones its Go code sends directly (aclClientCommands), the
 // script commands, and the commands its Lua scripts call, which Redis checks against the
 // caller's ACL too (scanned from the Lua files its scripts are made of, see aclScriptFiles, so
-// the rule cannot fall behind the scripts). docs/operations.md prints the rules;
-// TestACLRulesDocumented keeps it in step.
+// the rule cannot fall behind the scripts). The backend's pubsub.Admin is an operator's tool,
+// run as a user of its own: its rule adds what Admin's Go code sends (aclAdminCommands).
+// docs/operations.md prints the rules; TestACLRulesDocumented keeps it in step.
+//
+// The data-plane rule has the commands of every script of the backend, the Admin's scripts
+// too: a user allowed EVAL can run any script, so leaving those out would not narrow what it
+// may do. What Admin adds is SCAN, which ACL key patterns do not restrict: it shows the name
+// of every key in the database.
 //
 // Nothing is needed for the connection handshake: Redis runs HELLO and AUTH before any ACL
 // check. go-redis also sends CLIENT SETINFO, which Redis 7.0 does not know and which go-redis
@@ -39,15 +46,32 @@ import (
 var (
 	// aclScriptCommands run every script (EVALSHA, and EVAL when the script cache lost it).
 	aclScriptCommands = []string{"evalsha", "eval"}
-	// aclClientCommands are sent from Go, outside scripts, by each backend.
-	// Groups and DeleteTopic read the registry HASH of list and zset (HKEYS); DeleteTopic and
-	// the sweeps of Publish and Reclaim read the trash and ephemeral ZSETs (ZRANGE,
-	// internal/engine's delete.go).
+	// aclClientCommands are sent from Go, outside scripts, by each backend's data plane.
+	// Groups reads the registry HASH of list and zset (HKEYS); the sweeps of Publish and
+	// Reclaim read their trash and ephemeral ZSETs (ZRANGE, internal/engine's delete.go).
 	aclClientCommands = map[string][]string{
 		"list":    {"blmove", "hkeys", "zrange"}, // the blocking claim; the registry, trash
 		"zset":    {"blpop", "hkeys", "zrange"},  // the blocking wait on wake-up lists; the registry, trash
-		"streams": {"xread", "xinfo|groups"},   // the blocking wait for new entries; groups
+		"streams": {"xread", "xinfo|groups"},     // the blocking wait for new entries; groups
 	}
+	// aclAdminCommands are sent from Go, outside scripts, by each backend's pubsub.Admin:
+	// ListTopics finds the topics with SCAN (on every primary of a Cluster); DeleteTopic reads
+	// the registry and the trash on list and zset (HKEYS, ZRANGE) and on streams the stream's
+	// groups (XINFO GROUPS) and those whose delete is unfinished (SMEMBERS), and unlinks the
+	// topic's publish records, which it finds with SCAN (UNLINK). Admin's scripts are among
+	// the backend's Lua files, in the data-plane rule already.
+	aclAdminCommands = map[string][]string{
+		"list":    {"scan", "hkeys", "zrange"},
+		"zset":    {"scan", "hkeys", "zrange"},
+		"streams": {"scan", "xinfo|groups", "smembers", "unlink"},
+	}
+	// aclUnblockCommands are optional: every backend asks each connection it opens for a
+	// blocking wait for its client ID (CLIENT ID, once per connection), which list uses to end
+	// a blocked BLMOVE when its subscription stops (CLIENT UNBLOCK, internal/backendkit's
+	// RunUnblocked). Refused, the BLMOVE ends at its timeout, at most the claim's Block later.
+	// TestACLConformance leaves them out, so the whole suite runs with them refused;
+	// TestACLOnCluster grants them, so its ACL LOG shows they are all list needs for it.
+	aclUnblockCommands = []string{"client|id", "client|unblock"}
 	// aclReplicaCommands serve PublisherConfig.WaitReplicas (internal/replicas): WAIT after a
 	// write that changes nothing, on the topic's meta HASH (list, zset: HINCRBY meta seq 0) or
 	// its publish counter (streams: INCRBY).
@@ -152,6 +176,23 @@ func aclRules(t *testing.T, backend, prefix string, extra ...string) []string {
 	return rules
 }
 
+// aclAdminRules returns the rules of an operator's user that may run backend's Admin, and
+// its data plane, under prefix.
+func aclAdminRules(t *testing.T, backend, prefix string, extra ...string) []string {
+	t.Helper()
+	return aclRules(t, backend, prefix, slices.Concat(aclAdminCommands[backend], extra)...)
+}
+
+// aclAdminAdditions returns, sorted, the commands backend's Admin sends that its data-plane
+// rule lacks.
+func aclAdminAdditions(t *testing.T, backend string) []string {
+	t.Helper()
+	data := aclCommands(t, backend)
+	out := slices.DeleteFunc(slices.Clone(aclAdminCommands[backend]), func(c string) bool { return slices.Contains(data, c) })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // aclUser returns a user with a fresh name and password and the given rules.
 func aclUser(rules []string) redistest.User {
 	var b [8]byte
@@ -160,52 +201,38 @@ func aclUser(rules []string) redistest.User {
 	return redistest.User{Name: "relq-" + id[:8], Password: id, Rules: rules}
 }
 
-// The whole conformance suite passes for every backend when each test's client is a user
-// allowed only that test's key prefix and the backend's commands. The test that stops Redis
-// gets a server of its own that creates the user at start-up, so it survives the restart.
-// Afterwards ACL LOG shows that the only command Redis refused was INFO, which relq uses
-// only to check the Redis version and does without.
+// The whole conformance suite passes for every backend when each test's backend runs as a
+// user allowed only that test's key prefix and the backend's data-plane commands, and its
+// Admin as an operator's user with the Admin's additions (aclHarness). Afterwards ACL LOG
+// shows that the only commands Redis refused are optional ones: INFO, which relq uses only to
+// check the Redis version and the eviction policy, and CLIENT ID (aclUnblockCommands).
 func TestACLConformance(t *testing.T) {
 	t.Parallel()
 	server := redistest.Start(t, redistest.Options{Args: []string{"--acllog-max-len", "10000"}})
-	admin := server.Client(t)
 	t.Run("Suite", func(t *testing.T) {
 		for _, bc := range faultBackends {
 			t.Run(bc.name, func(t *testing.T) {
 				t.Parallel()
 				conformance.Run(t, func(t *testing.T, opts conformance.Options) conformance.Harness {
-					prefix := redistest.Prefix(t)
-					user := aclUser(aclRules(t, bc.name, prefix))
-					srv, privileged := server, admin
-					if opts.Private {
-						srv = redistest.Start(t, redistest.Options{AOF: true, Args: user.ServerArgs()})
-						privileged = srv.Client(t)
-					} else {
-						server.AddUser(t, user)
-					}
-					b, _ := newFaultBackend(t, bc, srv.ClientAs(t, user), prefix)
-					_, injector := newFaultBackend(t, bc, privileged, prefix)
-					h := conformance.Harness{Backend: b, Faults: conformanceFaults(t, injector)}
-					if opts.Private {
-						h.Outage = srv.Outage
-					}
-					return h
+					return aclHarness(t, bc, server, opts)
 				})
 			})
 		}
 	})
-	refused := aclRefusals(t, admin)
+	refused := aclRefusals(t, server.Client(t))
 	t.Logf("refused by ACL during the suite: %v", refused)
+	tolerated := slices.Concat(aclTolerated, aclUnblockCommands)
 	for object := range refused {
-		require.Contains(t, aclTolerated, object, "Redis refused a command relq sends")
+		require.Contains(t, tolerated, object, "Redis refused a command relq sends")
 	}
 }
 
 // On Redis Cluster the same rules work with +cluster|slots +command added, for the slot map
 // and command table go-redis reads; PublisherConfig.WaitReplicas adds the backend's
-// aclReplicaCommands. ACL users are per node, so the user is created on every node. Each
-// backend makes a round trip over topics on all three primaries, waiting for a replica on
-// every publish.
+// aclReplicaCommands, and the optional aclUnblockCommands are granted here, so that ACL LOG
+// shows nothing of them refused. ACL users are per node, so the user is created on every
+// node. Each backend makes a round trip over topics on all three primaries, waiting for a
+// replica on every publish.
 func TestACLOnCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, redistest.ClusterOptions{})
@@ -220,7 +247,7 @@ func TestACLOnCluster(t *testing.T) {
 			t.Run(bc.name, func(t *testing.T) {
 				t.Parallel()
 				prefix := redistest.Prefix(t)
-				user := aclUser(aclRules(t, bc.name, prefix, slices.Concat(aclClusterCommands, aclReplicaCommands[bc.name])...))
+				user := aclUser(aclRules(t, bc.name, prefix, slices.Concat(aclClusterCommands, aclReplicaCommands[bc.name], aclUnblockCommands)...))
 				for _, node := range cluster.Nodes {
 					node.AddUser(t, user)
 				}
@@ -245,8 +272,9 @@ func TestACLOnCluster(t *testing.T) {
 	}
 }
 
-// aclTolerated are commands relq or go-redis send and do without: INFO (the version check;
-// relq then assumes a recent Redis) and, on Redis 7.2 and later, go-redis's CLIENT SETINFO.
+// aclTolerated are commands relq or go-redis send and do without: INFO (the version and
+// eviction checks; relq then assumes a recent Redis and reports no policy) and, on Redis 7.2
+// and later, go-redis's CLIENT SETINFO. A rule without aclUnblockCommands adds those.
 var aclTolerated = []string{"info", "client|setinfo"}
 
 // aclRefusals returns what ACL LOG holds, by object (command or key) and reason.
@@ -321,8 +349,9 @@ func requireNoPerm(t *testing.T, err error) {
 	require.Contains(t, err.Error(), "NOPERM")
 }
 
-// docs/operations.md prints each backend's rule, the rule for all three, and the additions
-// for Cluster and WaitReplicas, exactly as the tests above apply them.
+// docs/operations.md prints each backend's rule, the rule for all three, the additions for
+// Cluster, WaitReplicas and the optional CLIENT commands, and the Admin's additions and the
+// operator's rule for all three, exactly as the tests above apply them.
 func TestACLRulesDocumented(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
@@ -335,11 +364,19 @@ func TestACLRulesDocumented(t *testing.T) {
 		require.Contains(t, doc, commandRules(cmds), "docs/operations.md lacks the %s backend's commands", bc.name)
 	}
 	slices.Sort(all)
-	require.Contains(t, doc, commandRules(slices.Compact(all)), "docs/operations.md lacks the commands of all backends")
+	all = slices.Compact(all)
+	require.Contains(t, doc, commandRules(all), "docs/operations.md lacks the commands of all backends")
 	require.Contains(t, doc, commandRules(aclClusterCommands), "docs/operations.md lacks the Cluster additions")
+	require.Contains(t, doc, commandRules(aclUnblockCommands), "docs/operations.md lacks the optional CLIENT ID and UNBLOCK")
+	var admin []string
 	for _, bc := range faultBackends {
 		require.Contains(t, doc, commandRules(aclReplicaCommands[bc.name]), "docs/operations.md lacks the WaitReplicas additions of %s", bc.name)
+		require.Contains(t, doc, commandRules(aclAdminAdditions(t, bc.name)), "docs/operations.md lacks the Admin additions of %s", bc.name)
+		admin = append(admin, aclAdminCommands[bc.name]...)
 	}
+	admin = append(admin, all...)
+	slices.Sort(admin)
+	require.Contains(t, doc, "-@all "+commandRules(slices.Compact(admin))+"\n", "docs/operations.md lacks the operator's rule for all backends")
 }
 
 // commandRules writes commands as ACL rules: "+a +b".

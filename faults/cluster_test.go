@@ -30,8 +30,9 @@ func TestClusterConformance(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, redistest.ClusterOptions{})
 	cases := append(slices.Clone(faultBackends), backendCase{"streams-watermill",
-		func(c redis.UniversalClient, prefix string) (pubsub.Backend, corruptInjector, error) {
-			b, err := streams.New(c, streams.Options{Prefix: prefix, Format: streams.FormatWatermill})
+		func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
+			b, err := streams.New(c, streams.Options{Prefix: prefix, Format: streams.FormatWatermill,
+				BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL})
 			if err != nil {
 				return nil, nil, err
 			}

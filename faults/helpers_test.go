@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -52,31 +54,32 @@ type corruptInjector interface {
 	InjectCorrupt(ctx context.Context, topic, group string, data []byte) error
 }
 
-// backendCase builds one backend on a client under a key prefix.
+// backendCase builds one backend on a client under a key prefix, with the backlog bounds a
+// conformance test asks for (conformance.Options.BacklogLimit, BacklogTTL; zero: defaults).
 type backendCase struct {
 	name string
-	new  func(c redis.UniversalClient, prefix string) (pubsub.Backend, corruptInjector, error)
+	new  func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error)
 }
 
 // faultBackends are the backends every scenario runs against. The worker program
 // (internal/worker) builds the same ones by name.
 var faultBackends = []backendCase{
-	{"list", func(c redis.UniversalClient, prefix string) (pubsub.Backend, corruptInjector, error) {
-		b, err := list.New(c, list.Options{Prefix: prefix})
+	{"list", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
+		b, err := list.New(c, list.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL})
 		if err != nil {
 			return nil, nil, err
 		}
 		return b, b.Faults(), nil
 	}},
-	{"zset", func(c redis.UniversalClient, prefix string) (pubsub.Backend, corruptInjector, error) {
-		b, err := zset.New(c, zset.Options{Prefix: prefix})
+	{"zset", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
+		b, err := zset.New(c, zset.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL})
 		if err != nil {
 			return nil, nil, err
 		}
 		return b, b.Faults(), nil
 	}},
-	{"streams", func(c redis.UniversalClient, prefix string) (pubsub.Backend, corruptInjector, error) {
-		b, err := streams.New(c, streams.Options{Prefix: prefix})
+	{"streams", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
+		b, err := streams.New(c, streams.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -87,8 +90,21 @@ var faultBackends = []backendCase{
 // newFaultBackend returns bc's backend on c, failing t on a config error.
 func newFaultBackend(t *testing.T, bc backendCase, c redis.UniversalClient, prefix string) (pubsub.Backend, corruptInjector) {
 	t.Helper()
-	b, f, err := bc.new(c, prefix)
+	b, f, err := bc.new(c, prefix, conformance.Options{})
 	require.NoError(t, err)
+	return b, f
+}
+
+// newConformanceBackend is newFaultBackend with the backlog bounds of opts, closed when t
+// ends: after what the conformance suite started on it, and before c when c was made earlier
+// in t.
+func newConformanceBackend(t *testing.T, bc backendCase, c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector) {
+	t.Helper()
+	b, f, err := bc.new(c, prefix, opts)
+	require.NoError(t, err)
+	if closer, ok := b.(io.Closer); ok {
+		t.Cleanup(func() { _ = closer.Close() })
+	}
 	return b, f
 }
 
