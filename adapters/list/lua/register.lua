@@ -25,6 +25,7 @@ local _, paused, ephemeral = reg_parse(redis.call('HGET', k.registry, ARGV[5]))
 if paused == nil then return gone() end
 if paused then
   if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then redis.call('RPUSH', k.ready, ARGV[4]) end
+  keep_expiry(k) -- the put-back may have created ready again
   return {PAUSED}
 end
 local consumer, n = ARGV[1], tonumber(ARGV[2])

@@ -2,8 +2,9 @@
 -- registering the group when it is new (register in lib.lua: the topic's first group takes
 -- the backlog; another starts with the next publish). The group's expiry (ephemeral ZSET) is
 -- its latest membership deadline. While every group of the topic is ephemeral, the topic's
--- keys expire at the latest expiry of its groups and the group's own keys at its own, so a
--- topic whose processes all died leaves no key; otherwise the group's keys live for good
+-- keys expire one ttl after the latest expiry of its groups and the group's own keys one ttl
+-- after its own, so a topic whose processes all died leaves no key; otherwise the group's
+-- keys live for good
 -- (the next publish or Reclaim deletes the group once it expired).
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
@@ -18,6 +19,9 @@
 
 local k = group_keys(topic_keys(), 9)
 k.group = ARGV[1]
+-- A renewal must work on a full Redis (noeviction): were it refused for a TTL, the sweep would
+-- delete a live group. After this write Redis lets the rest run.
+drain_ok(k.counters)
 local now = now_ms()
 local me, groups = find_group(k)
 if me then
@@ -44,11 +48,15 @@ end
 local own = {k.retry, k.leases, k.pending, k.counters, k.wake, k.reclaim_from, k.members, k.marks,
   k.dead, k.dead_index, k.dead_order}
 if all then
-  local last = redis.call('ZRANGE', k.ephemeral, -1, -1, 'WITHSCORES')[2]
+  -- One TTL of slack past the deadlines, as the engine gives: a survivor's publish or Reclaim
+  -- deletes a dead group, and releases the dead-letter references it held, before its keys
+  -- expire by themselves.
+  local slack = tonumber(ARGV[3])
+  local last = redis.call('ZRANGE', k.ephemeral, -1, -1, 'WITHSCORES')[2] + slack
   for _, key in ipairs({k.stream, k.published, k.delayed, k.dead_refs, k.meta, k.paused, k.ephemeral, k.deleting}) do
     redis.call('PEXPIREAT', key, last)
   end
-  for _, key in ipairs(own) do redis.call('PEXPIREAT', key, expiry) end
+  for _, key in ipairs(own) do redis.call('PEXPIREAT', key, expiry + slack) end
 else
   for _, key in ipairs(own) do redis.call('PERSIST', key) end
 end

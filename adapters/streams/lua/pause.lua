@@ -8,6 +8,7 @@
 
 local k = topic_keys()
 k.group = ARGV[1]
+drain_ok(k.dead_refs) -- an operator may pause a group on a full Redis
 if not find_group(k) then return 0 end
 if ARGV[2] == '1' then
   redis.call('SADD', k.paused, k.group)

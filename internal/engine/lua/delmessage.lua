@@ -26,4 +26,5 @@ elseif it.state == 'pending' and not it.where then
 else
   store_delete(k, it)
 end
+keep_expiry(k) -- retries, marked ACKED, expires with an ephemeral group's
 return 1

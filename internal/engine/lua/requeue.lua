@@ -33,4 +33,5 @@ end
 call_chunked('ZREM', k.dead, ids, 1)
 call_chunked('HDEL', k.info, ids, 1)
 store_back(k, back, now_ms())
+keep_expiry(k) -- a store key created again expires with an ephemeral group's
 return {#ids, #back}

@@ -13,4 +13,5 @@ local it = admin_find(k, ARGV[2], now, tonumber(ARGV[3]), store_find)
 if it == 'deep' then return admin_error('DEEP') end
 if not it then return admin_error('NOTFOUND') end
 if not store_run(k, it, now) then return admin_error('NOTDELAYED') end
+keep_expiry(k) -- a store key created again expires with an ephemeral group's
 return 1
