@@ -50,12 +50,22 @@ func (l *topicLog) list() []string {
 	return out
 }
 
-// loggedBackend is a Backend that logs the topics of its publishes. It hides the optional
-// interfaces of the backend it wraps (pubsub.ReplicaWaiter), which the suite does not use.
+// loggedBackend is a Backend that logs the topics of its publishes. It keeps the backend's
+// pubsub.Ephemeral, which Subscribers with ephemeral groups need, and hides its other optional
+// interfaces (pubsub.ReplicaWaiter), which the suite does not use; the Harness gives the
+// backend's Admin apart.
 type loggedBackend struct {
 	pubsub.Backend
 	log *topicLog
 	tag func(topic string) string
+}
+
+func (b *loggedBackend) Join(ctx context.Context, p *pubsub.JoinParams) error {
+	return b.Backend.(pubsub.Ephemeral).Join(ctx, p)
+}
+
+func (b *loggedBackend) Leave(ctx context.Context, p *pubsub.LeaveParams) error {
+	return b.Backend.(pubsub.Ephemeral).Leave(ctx, p)
 }
 
 func (b *loggedBackend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/conformance"
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
@@ -44,14 +45,37 @@ func TestClusterConformance(t *testing.T) {
 			cc := cluster.Client(t)
 			topics := newTopicLog()
 			t.Run("Suite", func(t *testing.T) {
-				conformance.Run(t, func(t *testing.T, _ conformance.Options) conformance.Harness {
+				conformance.Run(t, func(t *testing.T, opts conformance.Options) conformance.Harness {
 					prefix := redistest.Prefix(t)
 					tag := func(topic string) string { return keys.Tag(prefix, topic) }
+					base := tag
+					var also func(topic string) []string
 					if bc.name == "streams-watermill" {
 						tag = func(topic string) string { return "{" + topic + "}" }
+						base = func(topic string) string { return keys.Join(tag(topic), prefix) }
+						also = func(topic string) []string { return []string{topic} }
 					}
-					b, f := newFaultBackend(t, bc, cc, prefix)
-					return conformance.Harness{Backend: topics.wrap(b, tag), Faults: conformanceFaults(t, f)}
+					b, f := newConformanceBackend(t, bc, cc, prefix, opts)
+					admin, ok := b.(pubsub.Admin)
+					require.True(t, ok, "the %s backend implements no pubsub.Admin", bc.name)
+					return conformance.Harness{
+						Backend: topics.wrap(b, tag),
+						Faults:  conformanceFaults(t, f),
+						Admin:   admin,
+						// A topic's keys live on the primary of its slot: SCAN that one.
+						Keys: func(topic string) ([]string, error) {
+							node, err := cc.MasterForKey(context.Background(), tag(topic))
+							if err != nil {
+								return nil, err
+							}
+							return adaptertest.TopicKeys(node, base, also)(topic)
+						},
+						Peer: func() (pubsub.Backend, error) {
+							peer, _ := newConformanceBackend(t, bc, cluster.Client(t), prefix, opts)
+							return peer, nil
+						},
+						Complete: true,
+					}
 				})
 			})
 			tags := topics.list()
