@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,30 @@ func pttl(t *testing.T, e *engine.Engine, key string) time.Duration {
 	d, err := e.Client().PTTL(t.Context(), key).Result()
 	require.NoError(t, err)
 	return d
+}
+
+// idNum is a list/zset delivery ID as the number it is.
+func idNum(t *testing.T, id string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(id, 10, 64)
+	require.NoError(t, err, "delivery ID %q", id)
+	return n
+}
+
+// idAfter is the ID n places after id: a topic's IDs count up by one per message published.
+func idAfter(t *testing.T, id string, n int) string {
+	t.Helper()
+	return strconv.FormatInt(idNum(t, id)+int64(n), 10)
+}
+
+// requireAllAbove asserts that every ID of newer is greater than every ID of older.
+func requireAllAbove(t *testing.T, newer, older []string, msg string) {
+	t.Helper()
+	require.NotEmpty(t, newer)
+	require.NotEmpty(t, older)
+	for _, n := range newer {
+		for _, o := range older {
+			require.Greater(t, idNum(t, n), idNum(t, o), "%s: %s after %s", msg, n, o)
+		}
+	}
 }
