@@ -125,12 +125,6 @@ func idNum(t *testing.T, id string) int64 {
 	return n
 }
 
-// idAfter is the ID n places after id: a topic's IDs count up by one per message published.
-func idAfter(t *testing.T, id string, n int) string {
-	t.Helper()
-	return strconv.FormatInt(idNum(t, id)+int64(n), 10)
-}
-
 // requireAllAbove asserts that every ID of newer is greater than every ID of older.
 func requireAllAbove(t *testing.T, newer, older []string, msg string) {
 	t.Helper()

@@ -324,7 +324,7 @@ func TestMessageShowsEachState(t *testing.T) {
 
 		// Acked, never published, or not an ID as the backend writes it: not found.
 		a.Ack(topic, group, "c1", pubsub.Delivery{ID: id.n(5), Attempt: 1})
-		for _, bad := range []string{id.n(5), idAfter(t, id.n(28), 71), "abc", "00" + id.n(7), ""} {
+		for _, bad := range []string{id.n(5), adaptertest.IDAfter(t, id.n(28), 71), "abc", "00" + id.n(7), ""} {
 			_, err := a.message(bad)
 			require.ErrorIs(t, err, pubsub.ErrMessageNotFound, bad)
 		}
@@ -442,7 +442,7 @@ func TestRunMessage(t *testing.T) {
 		require.Equal(t, pubsub.StateReady, a.show(ids[0]).State)
 		require.ElementsMatch(t, []string{ready[0], ids[0]}, adaptertest.IDs(a.Claim(topic, group, "c", 10)))
 		require.ErrorIs(t, a.run(ids[0]), pubsub.ErrNotDelayed, "pending")
-		require.ErrorIs(t, a.run(idAfter(t, ready[0], 98)), pubsub.ErrMessageNotFound, "never published")
+		require.ErrorIs(t, a.run(adaptertest.IDAfter(t, ready[0], 98)), pubsub.ErrMessageNotFound, "never published")
 	})
 }
 
