@@ -176,16 +176,18 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 
 // Leases that expire together come back in id order, so one consumer still sees FIFO after a
 // reclaim: a claim gives its whole batch one deadline, and the pending ZSET orders equal
-// deadlines by member bytes ("10" before "9").
+// deadlines by member bytes ("10" before "9"). A topic created by an earlier build counts its
+// IDs from 1, so they cross lengths.
 func TestLeasesThatExpireTogetherComeBackInOrder(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
+	require.NoError(t, e.C.HSet(e.Ctx, e.gk("t", "g").topic.meta, "seq", 0).Err())
 	var payloads []string
 	for i := 1; i <= 12; i++ {
 		payloads = append(payloads, fmt.Sprint(i))
 	}
-	e.Publish("t", payloads...)
+	require.Equal(t, payloads, e.Publish("t", payloads...), "IDs 1 to 12")
 	ds := e.ClaimLease("t", "g", "dead", 12, 50*time.Millisecond)
 	require.Len(t, ds, 12)
 	require.Eventually(t, func() bool { return e.Reclaim("t", "g", 0).Reclaimed == 12 }, 5*time.Second, 10*time.Millisecond)
