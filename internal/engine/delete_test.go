@@ -157,6 +157,7 @@ func TestDeletingTheLastGroupDeletesTheTopic(t *testing.T) {
 			ensure(t, e, "t", "g")
 			old := publish(t, e, "t", "a", "b")
 			claim(t, e, "t", "g", "w", 1)
+			waitClockPast(t, e, old)
 			require.NoError(t, e.DeleteGroup(ctx, "t", "g"))
 			require.Empty(t, tagKeys(t, e, "t"))
 			_, err := e.Topic(ctx, "t")
@@ -270,6 +271,7 @@ func TestALateAckAfterTheTopicWasCreatedAgainCompletesNothing(t *testing.T) {
 			publish(t, e, "t", "old")
 			old := claim(t, e, "t", "g", "a", 1)
 			require.Len(t, old, 1)
+			waitClockPast(t, e, adaptertest.IDs(old))
 			require.NoError(t, e.DeleteGroup(ctx, "t", "g"))
 			require.Empty(t, tagKeys(t, e, "t"), "the last group took every key of the topic")
 
@@ -282,6 +284,7 @@ func TestALateAckAfterTheTopicWasCreatedAgainCompletesNothing(t *testing.T) {
 			late, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: "a", Items: adaptertest.Held(old...)})
 			require.NoError(t, err)
 			require.Equal(t, 0, late.Acked, "a's late ack completes nothing")
+			require.Zero(t, e.Client().Exists(ctx, e.Keys("t", "g").Retries()).Val(), "nor marks anything acked")
 			require.EqualValues(t, 1, stats(t, e, "t", "g").Pending, "b's message is still pending")
 
 			res, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: "b", Items: adaptertest.Held(held...)})

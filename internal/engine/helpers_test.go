@@ -136,3 +136,18 @@ func requireAllAbove(t *testing.T, newer, older []string, msg string) {
 		}
 	}
 }
+
+// waitClockPast waits until the Redis clock in ms × 1,000, where a topic created now starts its
+// IDs, is at or above every ID of ids. A topic created again issues IDs above its earlier ones
+// only as long as it issued fewer than 1,000 IDs a millisecond on average (engine.lua's
+// first_seq): one deleted and created again within the millisecond it was first created in
+// issues the same IDs again, which these tests would otherwise meet about every other run.
+func waitClockPast(t *testing.T, e *engine.Engine, ids []string) {
+	t.Helper()
+	var top int64
+	for _, id := range ids {
+		top = max(top, idNum(t, id))
+	}
+	require.Eventually(t, func() bool { return e.Client().Time(t.Context()).Val().UnixMilli()*1000 >= top },
+		5*time.Second, time.Millisecond)
+}
