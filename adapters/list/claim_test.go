@@ -21,7 +21,7 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	done := e.blockedClaim(&pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 
 	published := time.Now()
-	e.Publish("t", "wake", "more")
+	ids := e.Publish("t", "wake", "more")
 	r := <-done
 	require.NoError(t, r.err)
 	require.Equal(t, []string{"wake", "more"}, adaptertest.Payloads(r.ds), "register.lua claims the rest of the batch")
@@ -29,8 +29,8 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	t.Logf("pickup after publish: %v", r.at.Sub(published))
 
 	k := e.gk("t", "g")
-	require.Equal(t, map[string]string{"1": "c", "2": "c"}, e.holders(k))
-	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pending), "pending holds the ids")
+	require.Equal(t, map[string]string{ids[0]: "c", ids[1]: "c"}, e.holders(k))
+	require.Equal(t, ids, e.ZMembers(k.pending), "pending holds the ids")
 	require.False(t, e.Exists(k.processing), "register.lua took the BLMOVEd entry out of processing")
 	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 }
@@ -48,7 +48,8 @@ func TestProcessingStaysEmptyWithManyInFlight(t *testing.T) {
 	for i := range payloads {
 		payloads[i] = "m" + strconv.Itoa(i)
 	}
-	e.Publish("t", payloads...)
+	ids := e.Publish("t", payloads...)
+	require.Equal(t, adaptertest.IDsFrom(t, ids[0], n), ids)
 
 	var inFlight []pubsub.Delivery
 	for len(inFlight) < n {
@@ -57,7 +58,7 @@ func TestProcessingStaysEmptyWithManyInFlight(t *testing.T) {
 		inFlight = append(inFlight, ds...)
 		require.False(t, e.Exists(k.processing), "a claim without blocking goes straight to pending")
 	}
-	require.Equal(t, "1", inFlight[0].ID)
+	require.Equal(t, ids[0], inFlight[0].ID)
 	require.Equal(t, int64(n), e.C.ZCard(e.Ctx, k.pending).Val())
 	require.False(t, e.Exists(k.ready))
 
@@ -65,7 +66,7 @@ func TestProcessingStaysEmptyWithManyInFlight(t *testing.T) {
 	e.Publish("t", "last")
 	r := <-done
 	require.NoError(t, r.err)
-	require.Equal(t, []string{strconv.Itoa(n + 1)}, adaptertest.IDs(r.ds))
+	require.Equal(t, []string{adaptertest.IDAfter(t, ids[0], n)}, adaptertest.IDs(r.ds))
 	require.False(t, e.Exists(k.processing), "register.lua leaves processing empty")
 	require.Equal(t, int64(n+1), e.C.ZCard(e.Ctx, k.pending).Val())
 	require.Equal(t, int64(n+1), e.Stats("t", "g").Pending)

@@ -16,7 +16,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.EnsureGroup("t", "other")
-	e.Publish("t", "a", "b", "c")
+	ids := e.Publish("t", "a", "b", "c")
 	before := time.Now()
 
 	var items []pubsub.NackItem
@@ -33,12 +33,12 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 3)
-	require.Equal(t, "1", dls[0].ID)
+	require.Equal(t, ids[0], dls[0].ID)
 	require.Equal(t, "t", dls[0].Topic)
 	require.Equal(t, "g", dls[0].Group)
 	require.Equal(t, adaptertest.Envelope("a"), dls[0].Envelope)
 	require.Nil(t, dls[0].Raw)
-	require.Equal(t, "boom 1", dls[0].Reason)
+	require.Equal(t, "boom "+ids[0], dls[0].Reason)
 	require.Equal(t, "nacked after 1 attempts", dls[2].Reason)
 	require.Equal(t, 1, dls[0].Attempts)
 	require.WithinDuration(t, before, dls[0].DeadAt, 5*time.Second)
@@ -46,12 +46,12 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	page, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g", Offset: 1, Count: 1})
 	require.NoError(t, err)
 	require.Len(t, page, 1)
-	require.Equal(t, "2", page[0].ID)
+	require.Equal(t, ids[1], page[0].ID)
 
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"2", "404"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{ids[1], "404"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, []string{"2"}, e.readyIDs(k.ready))
+	require.Equal(t, []string{ids[1]}, e.readyIDs(k.ready))
 	d := e.Claim("t", "g", "c", 1)
 	require.Equal(t, 1, d[0].Attempt, "attempts reset")
 	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
@@ -59,7 +59,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, []string{"3", "1"}, e.readyIDs(k.ready), "oldest dead letter claimed first")
+	require.Equal(t, []string{ids[2], ids[0]}, e.readyIDs(k.ready), "oldest dead letter claimed first")
 	require.False(t, e.Exists(k.dead))
 	require.False(t, e.Exists(k.deadInfo))
 
@@ -73,7 +73,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"bodies", "g:g:counters", "g:other:ready", "meta", "refs", "registry"}, e.Keys("t"),
 		"other has claimed nothing yet, so it has no counters")
-	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.topic.refs), "other still holds all three")
+	require.Equal(t, map[string]string{ids[0]: "1", ids[1]: "1", ids[2]: "1"}, e.Hash(k.topic.refs), "other still holds all three")
 
 	// Purging the last holder deletes the bodies.
 	var last []pubsub.NackItem
@@ -91,17 +91,17 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "a", "b", "c", "d", "e")
-	require.Len(t, e.Claim("t", "g", "c", 5), 2, "a claim takes at most BatchSize")
-	require.Equal(t, 2, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: "1", Attempt: 1, Release: true},
-		pubsub.NackItem{ID: "2", Attempt: 1, Release: true}).Requeued)
+	ids := e.Publish("t", "a", "b", "c", "d", "e")
+	require.Equal(t, ids[:2], adaptertest.IDs(e.Claim("t", "g", "c", 5)), "a claim takes at most BatchSize")
+	require.Equal(t, 2, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: ids[0], Attempt: 1, Release: true},
+		pubsub.NackItem{ID: ids[1], Attempt: 1, Release: true}).Requeued)
 	var items []pubsub.NackItem
 	for _, d := range e.claimAll("t", "g", "c", 5) {
 		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
 	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
 
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"1", "2", "3"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: ids[:3]})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
@@ -126,11 +126,12 @@ func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	raw := []byte("\xffnot an envelope")
 	require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, "t", "g", raw))
-	e.Publish("t", "fine")
+	fine := e.Publish("t", "fine")
 
 	ds := e.Claim("t", "g", "c", 5)
 	require.Len(t, ds, 2)
-	require.Equal(t, "1", ds[0].ID)
+	require.Equal(t, []string{adaptertest.IDAfter(t, fine[0], -1), fine[0]}, adaptertest.IDs(ds),
+		"the corrupt entry took the topic's first ID")
 	require.Equal(t, 1, ds[0].Attempt)
 	require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
 	require.NoError(t, ds[1].Err)
@@ -152,7 +153,7 @@ func TestReadyIDWithoutBodyIsClaimedAsBodyMissing(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "kept")
+	kept := e.Publish("t", "kept")
 	require.NoError(t, e.C.RPush(e.Ctx, k.ready, "77@1").Err()) // at the consume end: claimed first
 
 	ds := e.Claim("t", "g", "c", 5)
@@ -162,7 +163,7 @@ func TestReadyIDWithoutBodyIsClaimedAsBodyMissing(t *testing.T) {
 	require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
 	require.NoError(t, ds[1].Err)
 	require.False(t, e.Exists(k.processing))
-	require.ElementsMatch(t, []string{"1", "77"}, e.ZMembers(k.pending))
+	require.ElementsMatch(t, []string{kept[0], "77"}, e.ZMembers(k.pending))
 	require.Empty(t, e.LRange(k.ready))
 	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 

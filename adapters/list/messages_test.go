@@ -22,8 +22,9 @@ func TestReadyMessagesAreReachableToADepth(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = pubsub.OutMessage{Envelope: adaptertest.Envelope(fmt.Sprint(i))}
 	}
-	_, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: msgs})
+	ids, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: msgs})
 	require.NoError(t, err)
+	require.Len(t, ids, len(msgs))
 
 	list := func(cursor string) (pubsub.MessagePage, error) {
 		return e.b.Messages(e.Ctx, &pubsub.MessagesParams{Topic: "t", Group: "g", State: pubsub.StateReady, Cursor: cursor, Count: 1000})
@@ -33,7 +34,7 @@ func TestReadyMessagesAreReachableToADepth(t *testing.T) {
 		p, err := list(cursor)
 		require.NoError(t, err)
 		require.Len(t, p.Messages, 1000)
-		require.Equal(t, fmt.Sprint(i*1000+1), p.Messages[0].ID, "delivery order")
+		require.Equal(t, ids[i*1000], p.Messages[0].ID, "delivery order")
 		require.NotEmpty(t, p.Next)
 		cursor = p.Next
 	}
@@ -41,12 +42,12 @@ func TestReadyMessagesAreReachableToADepth(t *testing.T) {
 	require.ErrorIs(t, err, pubsub.ErrTooDeep)
 	require.ErrorContains(t, err, "10000")
 
-	deepest := fmt.Sprint(engine.AdminDepth + 1)
+	deepest := ids[engine.AdminDepth]
 	msg := &pubsub.MessageParams{Topic: "t", Group: "g", ID: deepest}
 	_, err = e.b.Message(e.Ctx, msg)
 	require.ErrorIs(t, err, pubsub.ErrTooDeep)
 	require.ErrorIs(t, e.b.DeleteMessage(e.Ctx, msg), pubsub.ErrTooDeep)
-	m, err := e.b.Message(e.Ctx, &pubsub.MessageParams{Topic: "t", Group: "g", ID: fmt.Sprint(engine.AdminDepth)})
+	m, err := e.b.Message(e.Ctx, &pubsub.MessageParams{Topic: "t", Group: "g", ID: ids[engine.AdminDepth-1]})
 	require.NoError(t, err)
 	require.Equal(t, pubsub.StateReady, m.State)
 

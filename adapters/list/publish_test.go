@@ -14,10 +14,11 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	k := e.gk("orders", pubsub.DefaultGroup)
 	e.EnsureGroup("orders", pubsub.DefaultGroup)
 
-	require.Equal(t, []string{"1", "2", "3"}, e.Publish("orders", "a", "b", "c"))
-	require.Equal(t, []string{"3", "2", "1"}, e.readyIDs(k.ready), "published at the left")
+	ids := e.Publish("orders", "a", "b", "c")
+	require.Equal(t, adaptertest.IDsFrom(t, ids[0], 3), ids, "one ID after the other")
+	require.Equal(t, []string{ids[2], ids[1], ids[0]}, e.readyIDs(k.ready), "published at the left")
 	since := e.readySince(k.ready)
-	require.Equal(t, since["1"], since["3"], "one batch, one ready-since time")
+	require.Equal(t, since[ids[0]], since[ids[2]], "one batch, one ready-since time")
 	require.Len(t, e.Hash(k.topic.bodies), 3)
 	require.False(t, e.Exists(k.topic.refs), "one group: no reference counts")
 	groups, err := e.b.Groups(e.Ctx, "orders")
@@ -25,20 +26,20 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
 
 	first := e.Claim("orders", pubsub.DefaultGroup, "c1", 2)
-	require.Equal(t, []string{"1", "2"}, adaptertest.IDs(first))
+	require.Equal(t, ids[:2], adaptertest.IDs(first))
 	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(first))
 	require.Equal(t, adaptertest.Envelope("a"), first[0].Envelope)
 	require.Equal(t, 1, first[0].Attempt)
-	require.Equal(t, []string{"3"}, e.readyIDs(k.ready))
+	require.Equal(t, ids[2:], e.readyIDs(k.ready))
 	require.False(t, e.Exists(k.processing), "a claim without blocking goes straight to pending")
-	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pending))
-	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pendingAt))
-	require.Equal(t, map[string]string{"1": "c1", "2": "c1"}, e.holders(k))
-	require.Equal(t, map[string]int{"1": 1, "2": 1}, e.attempts(k))
+	require.Equal(t, ids[:2], e.ZMembers(k.pending))
+	require.Equal(t, ids[:2], e.ZMembers(k.pendingAt))
+	require.Equal(t, map[string]string{ids[0]: "c1", ids[1]: "c1"}, e.holders(k))
+	require.Equal(t, map[string]int{ids[0]: 1, ids[1]: 1}, e.attempts(k))
 	require.False(t, e.Exists(k.retries), "first deliveries need no retries record")
 
 	rest := e.Claim("orders", pubsub.DefaultGroup, "c1", 5)
-	require.Equal(t, []string{"3"}, adaptertest.IDs(rest))
+	require.Equal(t, ids[2:], adaptertest.IDs(rest))
 
 	require.Equal(t, pubsub.AckResult{Acked: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...))
 	require.Equal(t, []string{"g:default:counters", "meta", "registry"}, e.Keys("orders"))
@@ -47,7 +48,7 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 
 	require.Equal(t, pubsub.AckResult{Stale: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...),
 		"a repeated ack is a no-op, counted stale")
-	require.Equal(t, []string{"4", "5"}, e.Publish("orders", "d", "e"), "IDs are never reused")
+	require.Equal(t, adaptertest.IDsFrom(t, adaptertest.IDAfter(t, ids[2], 1), 2), e.Publish("orders", "d", "e"), "IDs are never reused")
 }
 
 func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {

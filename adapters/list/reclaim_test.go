@@ -15,14 +15,14 @@ func TestOrphanInProcessingGetsALeaseAndIsReclaimedWhenItExpires(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "x")
+	x := e.Publish("t", "x")
 	f := e.b.Faults()
 
 	id, err := f.InjectOrphan(e.Ctx, "t", "g")
 	require.NoError(t, err)
-	require.Equal(t, "1", id)
+	require.Equal(t, x[0], id)
 	require.Len(t, e.LRange(k.processing), 1)
-	require.Regexp(t, `^1@\d+$`, e.LRange(k.processing)[0], "BLMOVE leaves the ready entry as it was")
+	require.Regexp(t, `^`+id+`@\d+$`, e.LRange(k.processing)[0], "BLMOVE leaves the ready entry as it was")
 	require.False(t, e.Exists(k.pending))
 	require.Equal(t, int64(1), e.Stats("t", "g").Pending, "an entry in processing counts as pending")
 
@@ -84,14 +84,14 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "x", "y", "z")
+	ids := e.Publish("t", "x", "y", "z")
 	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c1", Lease: time.Minute}
 
-	// BLMOVE moved the entry of "1"; Reclaim made it the bare id with an orphan lease before
-	// register ran, which gets the entry BLMOVE returned and takes the orphan over.
+	// BLMOVE moved the entry of the first; Reclaim made it the bare id with an orphan lease
+	// before register ran, which gets the entry BLMOVE returned and takes the orphan over.
 	entry := e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val()
-	require.Regexp(t, `^1@\d+$`, entry)
-	id := "1"
+	id := ids[0]
+	require.Regexp(t, `^`+id+`@\d+$`, entry)
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Orphans)
 	require.False(t, e.Exists(k.processing), "the orphan left processing for pending")
 	require.Equal(t, []string{id}, e.ZMembers(k.pending))
@@ -110,21 +110,21 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	c, err = e.b.register(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
 	ds = c.Deliveries
-	require.Equal(t, []string{"2"}, adaptertest.IDs(ds))
-	require.Equal(t, map[string]string{id: "c1", "2": "c2"}, e.holders(k))
+	require.Equal(t, ids[1:2], adaptertest.IDs(ds))
+	require.Equal(t, map[string]string{id: "c1", ids[1]: "c2"}, e.holders(k))
 
 	// The usual case: the entry BLMOVE moved is still in processing, and register.lua takes it
 	// out into pending.
 	entry = e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val()
-	require.Regexp(t, `^3@\d+$`, entry)
+	require.Regexp(t, `^`+ids[2]+`@\d+$`, entry)
 	c, err = e.b.register(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
 	ds = c.Deliveries
-	require.Equal(t, []string{"3"}, adaptertest.IDs(ds))
-	require.Equal(t, map[string]int{"1": 1, "2": 1, "3": 1}, e.attempts(k))
-	require.Equal(t, map[string]string{"1": "c1", "2": "c2", "3": "c2"}, e.holders(k))
+	require.Equal(t, ids[2:], adaptertest.IDs(ds))
+	require.Equal(t, map[string]int{ids[0]: 1, ids[1]: 1, ids[2]: 1}, e.attempts(k))
+	require.Equal(t, map[string]string{ids[0]: "c1", ids[1]: "c2", ids[2]: "c2"}, e.holders(k))
 	require.False(t, e.Exists(k.processing))
-	require.Equal(t, []string{"1", "2", "3"}, e.ZMembers(k.pending))
+	require.Equal(t, ids, e.ZMembers(k.pending))
 
 	// An entry no longer in processing (say its orphan lease expired and it went back to
 	// ready, then was claimed) is not registered, and ready is empty: nothing comes back.
@@ -132,7 +132,7 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, c.Deliveries)
 	require.False(t, e.Exists(k.processing))
-	require.Equal(t, []string{"1", "2", "3"}, e.ZMembers(k.pending))
+	require.Equal(t, ids, e.ZMembers(k.pending))
 	require.Equal(t, int64(3), e.Stats("t", "g").Counters.Claimed)
 }
 
@@ -163,29 +163,31 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "a", "b", "c")
+	ids := e.Publish("t", "a", "b", "c")
 	for _, d := range e.Claim("t", "g", "c", 3) {
 		e.expire("t", "g", d.ID)
 	}
 	res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Minute, Count: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Reclaimed)
-	require.Equal(t, []string{"2", "1"}, e.readyIDs(e.gk("t", "g").ready), "earliest deadline at the consume end")
+	require.Equal(t, []string{ids[1], ids[0]}, e.readyIDs(e.gk("t", "g").ready), "earliest deadline at the consume end")
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Reclaimed)
 }
 
 // Leases that expire together come back in id order, so one consumer still sees FIFO after a
 // reclaim: a claim gives its whole batch one deadline, and the pending ZSET orders equal
-// deadlines by member bytes ("10" before "9").
+// deadlines by member bytes ("10" before "9"). A topic created by an earlier build counts its
+// IDs from 1, so they cross lengths.
 func TestLeasesThatExpireTogetherComeBackInOrder(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
+	require.NoError(t, e.C.HSet(e.Ctx, e.gk("t", "g").topic.meta, "seq", 0).Err())
 	var payloads []string
 	for i := 1; i <= 12; i++ {
 		payloads = append(payloads, fmt.Sprint(i))
 	}
-	e.Publish("t", payloads...)
+	require.Equal(t, payloads, e.Publish("t", payloads...), "IDs 1 to 12")
 	ds := e.ClaimLease("t", "g", "dead", 12, 50*time.Millisecond)
 	require.Len(t, ds, 12)
 	require.Eventually(t, func() bool { return e.Reclaim("t", "g", 0).Reclaimed == 12 }, 5*time.Second, 10*time.Millisecond)

@@ -16,13 +16,13 @@ func TestStatsCountsAndAges(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	require.Equal(t, pubsub.Stats{Topic: "t", Group: "g"}, e.Stats("t", "g"))
 
-	e.Publish("t", "a", "b", "c")
+	ids := e.Publish("t", "a", "b", "c")
 	e.PublishDelayed("t", time.Hour, "d")
 	d := e.Claim("t", "g", "c", 2)
 	// Age the oldest pending and ready entries by a known amount, on the Redis clock.
 	now := e.pendingSince(k, d[0].ID)
 	e.setPendingSince(k, d[0].ID, now-60_000)
-	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("3@%d", now-120_000)).Err())
+	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("%s@%d", ids[2], now-120_000)).Err())
 	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
 	s := e.Stats("t", "g")
@@ -43,13 +43,13 @@ func TestOldestReadyAgeLooksPastRetriesAndAtTheBack(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "a", "b")
+	ids := e.Publish("t", "a", "b")
 	since := e.readySince(k.ready)
 	// "b" has waited two minutes behind "a".
-	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("2@%d", since["2"]-120_000)).Err())
+	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("%s@%d", ids[1], since[ids[1]]-120_000)).Err())
 	d := e.Claim("t", "g", "c", 1)
 	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[0].ID, Attempt: 1})
-	require.Equal(t, []string{"2", "1"}, e.readyIDs(k.ready), "the retry is next in line")
+	require.Equal(t, []string{ids[1], ids[0]}, e.readyIDs(k.ready), "the retry is next in line")
 	require.InDelta(t, 120*time.Second, e.Stats("t", "g").OldestReadyAge, float64(5*time.Second))
 
 	// A message due an hour ago, promoted behind 150 fresh ones, is the oldest.
@@ -59,7 +59,7 @@ func TestOldestReadyAgeLooksPastRetriesAndAtTheBack(t *testing.T) {
 	}
 	e.Publish("t", fresh...)
 	late := e.PublishDelayed("t", time.Hour, "late")[0]
-	require.NoError(t, e.C.ZAdd(e.Ctx, k.delayed, zmember(float64(since["2"]-3_600_000), late)).Err())
+	require.NoError(t, e.C.ZAdd(e.Ctx, k.delayed, zmember(float64(since[ids[1]]-3_600_000), late)).Err())
 	require.Equal(t, pubsub.ReclaimResult{Promoted: 1}, e.Reclaim("t", "g", 0))
 	require.Equal(t, late, e.readyIDs(k.ready)[0], "promoted at the back")
 	require.InDelta(t, time.Hour, e.Stats("t", "g").OldestReadyAge, float64(5*time.Second))
@@ -72,11 +72,11 @@ func TestOldestPendingAgeFromPendingSince(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "a", "b", "c")
+	ids := e.Publish("t", "a", "b", "c")
 	d := e.Claim("t", "g", "c", 2)
 	since := e.pendingSince(k, d[0].ID)
 	e.setPendingSince(k, d[0].ID, since-90_000)
-	require.Regexp(t, `^3@\d+$`, e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val())
+	require.Regexp(t, `^`+ids[2]+`@\d+$`, e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Val())
 
 	s := e.Stats("t", "g")
 	require.Equal(t, int64(3), s.Pending)

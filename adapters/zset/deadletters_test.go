@@ -16,17 +16,18 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.EnsureGroup("t", "other")
-	_, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	ids, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
 		{Envelope: adaptertest.Envelope("a")}, {Envelope: adaptertest.Envelope("b")}, {Envelope: adaptertest.Envelope("c"), Priority: 4},
 	}})
 	require.NoError(t, err)
+	require.Len(t, ids, 3)
 	before := time.Now()
 
 	var items []pubsub.NackItem
 	for _, d := range e.Claim("t", "g", "c", 3) {
 		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "boom " + d.ID})
 	}
-	require.Equal(t, "3", items[0].ID, "due together: priority 4 first")
+	require.Equal(t, ids[2], items[0].ID, "due together: priority 4 first")
 	items[0].Reason = ""
 	require.Equal(t, pubsub.NackResult{DeadLettered: 3}, e.Nack("t", "g", "c", 1, items...))
 	require.False(t, e.Exists(k.pending))
@@ -37,30 +38,29 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 3)
-	require.Equal(t, []string{"1", "2", "3"}, []string{dls[0].ID, dls[1].ID, dls[2].ID})
-	require.Equal(t, "1", dls[0].ID)
+	require.Equal(t, ids, []string{dls[0].ID, dls[1].ID, dls[2].ID})
 	require.Equal(t, "t", dls[0].Topic)
 	require.Equal(t, "g", dls[0].Group)
 	require.Equal(t, adaptertest.Envelope("a"), dls[0].Envelope)
 	require.Nil(t, dls[0].Raw)
-	require.Equal(t, "boom 1", dls[0].Reason)
+	require.Equal(t, "boom "+ids[0], dls[0].Reason)
 	require.Equal(t, "nacked after 1 attempts", dls[2].Reason)
 	require.Equal(t, 1, dls[0].Attempts)
 	require.WithinDuration(t, before, dls[0].DeadAt, 5*time.Second)
-	require.Regexp(t, `^1\|\d+:4\|nacked after 1 attempts$`, e.Hash(k.deadInfo)["3"],
+	require.Regexp(t, `^1\|\d+:4\|nacked after 1 attempts$`, e.Hash(k.deadInfo)[ids[2]],
 		"attempts, the due time and priority it had (for a requeue), reason")
 
 	page, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g", Offset: 1, Count: 1})
 	require.NoError(t, err)
 	require.Len(t, page, 1)
-	require.Equal(t, "2", page[0].ID)
+	require.Equal(t, ids[1], page[0].ID)
 
 	requeuedAt := e.redisNow()
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"2", "404"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{ids[1], "404"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	q := e.queue(k)
-	require.Equal(t, []string{"2"}, qids(q))
+	require.Equal(t, ids[1:2], qids(q))
 	require.GreaterOrEqual(t, float64(q[0].due), requeuedAt, "due now")
 	d := e.Claim("t", "g", "c", 1)
 	require.Equal(t, 1, d[0].Attempt, "attempts reset")
@@ -70,7 +70,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	q = e.queue(k)
-	require.Equal(t, []string{"3", "1"}, qids(q), "requeued together: the priority still counts")
+	require.Equal(t, []string{ids[2], ids[0]}, qids(q), "requeued together: the priority still counts")
 	require.Equal(t, [2]int{4, 0}, [2]int{q[0].priority, q[1].priority})
 	require.False(t, e.Exists(k.dead))
 	require.False(t, e.Exists(k.deadInfo))
@@ -84,7 +84,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:queue", "meta", "refs", "zregistry"}, e.Keys("t"))
-	require.Equal(t, map[string]string{"1": "1", "2": "1", "3": "1"}, e.Hash(k.refs), "other still holds all three")
+	require.Equal(t, map[string]string{ids[0]: "1", ids[1]: "1", ids[2]: "1"}, e.Hash(k.refs), "other still holds all three")
 
 	// Purging the last holder deletes the bodies.
 	var last []pubsub.NackItem
@@ -102,7 +102,7 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "a", "b", "c", "d", "e")
+	ids := e.Publish("t", "a", "b", "c", "d", "e")
 	var items []pubsub.NackItem
 	for len(items) < 5 {
 		for _, d := range e.Claim("t", "g", "c", 5) {
@@ -111,7 +111,7 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	}
 	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
 
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{"1", "2", "3"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: ids[:3]})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
@@ -139,11 +139,12 @@ func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	raw := []byte("\xffnot an envelope")
 	require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, "t", "g", raw))
 	require.Equal(t, []string{"1"}, e.LRange(e.gk("t", "g").wake), "a blocked consumer is woken for it")
-	e.Publish("t", "fine")
+	fine := e.Publish("t", "fine")
 
 	ds := e.Claim("t", "g", "c", 5)
 	require.Len(t, ds, 2)
-	require.Equal(t, "1", ds[0].ID)
+	require.Equal(t, []string{adaptertest.IDAfter(t, fine[0], -1), fine[0]}, adaptertest.IDs(ds),
+		"the corrupt entry took the topic's first ID")
 	require.Equal(t, 1, ds[0].Attempt)
 	require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
 	require.NoError(t, ds[1].Err)
@@ -166,7 +167,7 @@ func TestReadyMembersWithoutBodyAreClaimedAsMissingAndForeignOnesDropped(t *test
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	e.Publish("t", "kept")
+	kept := e.Publish("t", "kept")[0]
 	for _, m := range []string{mem("77"), "not-a-member"} { // due long ago: score 1
 		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(1, m)).Err())
 	}
@@ -183,11 +184,11 @@ func TestReadyMembersWithoutBodyAreClaimedAsMissingAndForeignOnesDropped(t *test
 	}
 	require.Equal(t, 4, byID["77"].Attempt)
 	require.ErrorIs(t, byID["77"].Err, backendkit.ErrBodyMissing)
-	require.Equal(t, "kept", string(byID["1"].Envelope.Payload))
-	require.Equal(t, 1, byID["1"].Attempt)
+	require.Equal(t, "kept", string(byID[kept].Envelope.Payload))
+	require.Equal(t, 1, byID[kept].Attempt)
 	require.False(t, e.Exists(k.ready))
 	require.False(t, e.Exists(k.queue))
-	require.ElementsMatch(t, []string{"1", "77"}, e.ZMembers(k.pending))
+	require.ElementsMatch(t, []string{kept, "77"}, e.ZMembers(k.pending))
 	require.False(t, e.Exists(k.retries))
 	require.Equal(t, int64(2), e.Stats("t", "g").Counters.Claimed)
 }

@@ -17,12 +17,13 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	e.EnsureGroup("orders", pubsub.DefaultGroup)
 
 	before := e.redisNow()
-	require.Equal(t, []string{"1", "2", "3"}, e.Publish("orders", "a", "b", "c"))
+	ids := e.Publish("orders", "a", "b", "c")
 	after := e.redisNow()
+	require.Equal(t, adaptertest.IDsFrom(t, ids[0], 3), ids, "one ID after the other")
 	queue := e.queue(k)
-	require.Equal(t, []string{"1", "2", "3"}, qids(queue))
+	require.Equal(t, ids, qids(queue))
 	due := queue[0].due
-	require.Equal(t, redis.Z{Score: PriorityMax, Member: qmem("1", due)}, e.zrange(k.queue)[0],
+	require.Equal(t, redis.Z{Score: PriorityMax, Member: qmem(ids[0], due)}, e.zrange(k.queue)[0],
 		"the rank of priority 0; the due time, then the padded ID")
 	for _, x := range queue {
 		require.Equal(t, due, x.due, "one due time, Redis now, for the whole batch")
@@ -39,33 +40,33 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
 
 	first := e.Claim("orders", pubsub.DefaultGroup, "c1", 2)
-	require.Equal(t, []string{"1", "2"}, adaptertest.IDs(first))
+	require.Equal(t, ids[:2], adaptertest.IDs(first))
 	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(first))
 	require.Equal(t, adaptertest.Envelope("a"), first[0].Envelope)
 	require.Equal(t, 1, first[0].Attempt)
-	require.Equal(t, []string{qmem("3", due)}, e.ZMembers(k.queue))
-	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pending))
-	require.Equal(t, []string{"1", "2"}, e.ZMembers(k.pendingAt))
-	since := int64(e.ZScore(k.pendingAt, "1"))
-	require.Equal(t, float64(since), e.ZScore(k.pendingAt, "2"), "one now for the whole claim")
-	require.Equal(t, float64(since+time.Minute.Milliseconds()), e.ZScore(k.pending, "1"), "leased until now + lease")
-	require.Equal(t, map[string]record{"1": {"c1", 1, since, due, 0}, "2": {"c1", 1, since, due, 0}}, e.records(k),
+	require.Equal(t, []string{qmem(ids[2], due)}, e.ZMembers(k.queue))
+	require.Equal(t, ids[:2], e.ZMembers(k.pending))
+	require.Equal(t, ids[:2], e.ZMembers(k.pendingAt))
+	since := int64(e.ZScore(k.pendingAt, ids[0]))
+	require.Equal(t, float64(since), e.ZScore(k.pendingAt, ids[1]), "one now for the whole claim")
+	require.Equal(t, float64(since+time.Minute.Milliseconds()), e.ZScore(k.pending, ids[0]), "leased until now + lease")
+	require.Equal(t, map[string]record{ids[0]: {"c1", 1, since, due, 0}, ids[1]: {"c1", 1, since, due, 0}}, e.records(k),
 		"holder, attempt, since, the due time each had and its priority")
 	require.False(t, e.Exists(k.retries), "first deliveries: no retries recorded")
 	require.False(t, e.Exists(k.wake), "more was due but nobody is asleep: no token to pass on")
 
 	rest := e.Claim("orders", pubsub.DefaultGroup, "c1", 5)
-	require.Equal(t, []string{"3"}, adaptertest.IDs(rest))
+	require.Equal(t, ids[2:], adaptertest.IDs(rest))
 
 	require.Equal(t, pubsub.AckResult{Acked: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...))
 	require.Equal(t, []string{"g:default:counters", "meta", "zregistry"}, e.Keys("orders"))
-	require.Equal(t, "3", e.Hash(k.meta)["seq"])
+	require.Equal(t, ids[2], e.Hash(k.meta)["seq"], "the last ID issued")
 	c := e.Stats("orders", pubsub.DefaultGroup).Counters
 	require.Equal(t, pubsub.Counters{Published: 3, Claimed: 3, Acked: 3}, c)
 
 	require.Equal(t, pubsub.AckResult{Stale: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...),
 		"a repeated ack is a no-op, counted stale")
-	require.Equal(t, []string{"4", "5"}, e.Publish("orders", "d", "e"), "IDs are never reused")
+	require.Equal(t, adaptertest.IDsFrom(t, adaptertest.IDAfter(t, ids[2], 1), 2), e.Publish("orders", "d", "e"), "IDs are never reused")
 }
 
 func TestPublishScoresAreDueTimesOnTheRedisClock(t *testing.T) {
@@ -81,15 +82,15 @@ func TestPublishScoresAreDueTimesOnTheRedisClock(t *testing.T) {
 		{Envelope: adaptertest.Envelope("sub-ms"), Delay: 1500 * time.Microsecond},
 	}})
 	require.NoError(t, err)
-	require.Equal(t, []string{"1", "2", "3", "4"}, got)
+	require.Equal(t, adaptertest.IDsFrom(t, got[0], 4), got)
 
 	queued := e.queue(k)
-	require.Equal(t, []string{"1"}, qids(queued), "due now: queued at once")
+	require.Equal(t, got[:1], qids(queued), "due now: queued at once")
 	now := float64(queued[0].due)
 	require.InDelta(t, before, now, 5_000)
-	require.Equal(t, now+250, e.ZScore(k.ready, mem("2")), "due at the batch's now + delay, in ms")
-	require.Equal(t, now+3_600_000, e.ZScore(k.ready, mem("3")))
-	require.Equal(t, now+2, e.ZScore(k.ready, mem("4")), "a delay is rounded up to whole ms, never early")
+	require.Equal(t, now+250, e.ZScore(k.ready, mem(got[1])), "due at the batch's now + delay, in ms")
+	require.Equal(t, now+3_600_000, e.ZScore(k.ready, mem(got[2])))
+	require.Equal(t, now+2, e.ZScore(k.ready, mem(got[3])), "a delay is rounded up to whole ms, never early")
 	require.Equal(t, []string{"now"}, adaptertest.Payloads(e.Claim("t", pubsub.DefaultGroup, "c", 1)))
 }
 

@@ -15,13 +15,13 @@ func TestStatsCountsAndAges(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	require.Equal(t, pubsub.Stats{Topic: "t", Group: "g"}, e.Stats("t", "g"))
 
-	e.Publish("t", "a", "b", "c")
+	ids := e.Publish("t", "a", "b", "c")
 	e.PublishDelayed("t", time.Hour, "d")
 	d := e.Claim("t", "g", "c", 2)
 	// Age the oldest pending and ready entries by a known amount, on the Redis clock.
 	now := e.ZScore(k.pendingAt, d[0].ID)
 	require.NoError(t, e.C.ZAdd(e.Ctx, k.pendingAt, zmember(now-60_000, d[0].ID)).Err())
-	e.setQueuedDue(k, "3", int64(now)-120_000)
+	e.setQueuedDue(k, ids[2], int64(now)-120_000)
 	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
 	s := e.Stats("t", "g")
@@ -48,19 +48,20 @@ func TestStatsSeeEveryPriorityAndDueMessagesNotYetQueued(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
+	var ids []string
 	for _, p := range []int{5, 0, -3} {
-		e.PublishWith("t", 0, p, "x", "y")
+		ids = append(ids, e.PublishWith("t", 0, p, "x", "y")...)
 	}
-	e.PublishDelayed("t", time.Hour, "later")
+	later := e.PublishDelayed("t", time.Hour, "later")[0]
 	now := int64(e.redisNow())
-	e.setQueuedDue(k, "6", now-300_000) // the second of priority -3, behind two higher ones
-	e.setQueuedDue(k, "3", now-200_000)
+	e.setQueuedDue(k, ids[5], now-300_000) // the second of priority -3, behind two higher ones
+	e.setQueuedDue(k, ids[2], now-200_000)
 	s := e.Stats("t", "g")
 	require.Equal(t, [2]int64{6, 1}, [2]int64{s.Ready, s.Delayed})
 	require.InDelta(t, 300*time.Second, s.OldestReadyAge, float64(5*time.Second), "the lowest priority's oldest")
 
 	// The delayed message became due long ago, and no claim has moved it to the queue yet.
-	require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(float64(now-400_000), mem("7"))).Err())
+	require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(float64(now-400_000), mem(later))).Err())
 	s = e.Stats("t", "g")
 	require.Equal(t, [2]int64{7, 0}, [2]int64{s.Ready, s.Delayed})
 	require.InDelta(t, 400*time.Second, s.OldestReadyAge, float64(5*time.Second))

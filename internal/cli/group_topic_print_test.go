@@ -105,7 +105,7 @@ func TestTopicLsShowDelete(t *testing.T) {
 	require.Contains(t, errOut, `Delete topic orders (list backend, prefix "relq") at redis://mem:6379 (test) for good: `+
 		`2 groups (audit, billing) with 5 ready, 1 delayed, 2 pending and 1 dead messages, and a backlog of 0? [y/N] `)
 	require.Equal(t, `Deleted topic orders (list backend, prefix "relq"): 2 groups (audit, billing) with 5 ready, 1 delayed, 2 pending `+
-		"and 1 dead messages, and a backlog of 0. A publish to it creates it again, its message IDs starting over.\n", out)
+		"and 1 dead messages, and a backlog of 0. A publish to it creates it again, with message IDs above the old ones.\n", out)
 	_, err := a.Topic(t.Context(), "orders")
 	require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
 

@@ -91,7 +91,7 @@ func newTopicDeleteCommand(env Env, conn *connOptions) *cobra.Command {
 		Long: `delete deletes every key of a topic: its groups with all their messages (ready,
 delayed, pending, dead) and counters, and its backlog. Running subscribers of its groups stop
 with ErrGroupDeleted. A later publish to the topic creates it again, as a new topic whose
-message IDs start over.
+message IDs are above the old ones.
 
 It says what it deletes and asks for confirmation (y/N, read from standard input) unless
 --yes is given; when standard input is not a terminal it refuses without --yes.`,
@@ -111,7 +111,7 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 			if err := t.admin.DeleteTopic(ctx, t.ref.topic); err != nil {
 				return t.explain("delete topic "+t.ref.topic, err)
 			}
-			_, err = fmt.Fprintf(out, "Deleted topic %s: %s. A publish to it creates it again, its message IDs starting over.\n",
+			_, err = fmt.Fprintf(out, "Deleted topic %s: %s. A publish to it creates it again, with message IDs above the old ones.\n",
 				t.describe(), held)
 			return err
 		}),

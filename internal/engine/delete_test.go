@@ -147,20 +147,22 @@ func TestAnInterruptedDeleteIsFinished(t *testing.T) {
 }
 
 // When the topic's last group is deleted and it has no backlog, every key of the topic is
-// deleted, meta included: a topic published to again starts its IDs over, in its backlog.
+// deleted, meta included: a topic published to again (in its backlog) issues IDs above every
+// one it issued before.
 func TestDeletingTheLastGroupDeletesTheTopic(t *testing.T) {
 	t.Parallel()
 	for name, e := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			ensure(t, e, "t", "g")
-			publish(t, e, "t", "a", "b")
+			old := publish(t, e, "t", "a", "b")
 			claim(t, e, "t", "g", "w", 1)
+			waitClockPast(t, e, old)
 			require.NoError(t, e.DeleteGroup(ctx, "t", "g"))
 			require.Empty(t, tagKeys(t, e, "t"))
 			_, err := e.Topic(ctx, "t")
 			require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
-			require.Equal(t, []string{"1"}, publish(t, e, "t", "c"))
+			requireAllAbove(t, publish(t, e, "t", "c"), old, "a topic created again continues above its earlier IDs")
 		})
 	}
 }
@@ -253,6 +255,43 @@ func TestDeleteGroupWhileConsumersRun(t *testing.T) {
 			for _, d := range got {
 				require.NoError(t, d.Err, "every body is there for the other group")
 			}
+		})
+	}
+}
+
+// A consumer that acks late, after its topic was deleted with its last group and created
+// again, completes nothing of the new topic: the new topic's IDs are above the old ones, so
+// the old delivery's ID names no message a new consumer holds.
+func TestALateAckAfterTheTopicWasCreatedAgainCompletesNothing(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			ensure(t, e, "t", "g")
+			publish(t, e, "t", "old")
+			old := claim(t, e, "t", "g", "a", 1)
+			require.Len(t, old, 1)
+			waitClockPast(t, e, adaptertest.IDs(old))
+			require.NoError(t, e.DeleteGroup(ctx, "t", "g"))
+			require.Empty(t, tagKeys(t, e, "t"), "the last group took every key of the topic")
+
+			ensure(t, e, "t", "g")
+			publish(t, e, "t", "new")
+			held := claim(t, e, "t", "g", "b", 1)
+			require.Len(t, held, 1)
+			require.Equal(t, "new", string(held[0].Envelope.Payload))
+
+			late, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: "a", Items: adaptertest.Held(old...)})
+			require.NoError(t, err)
+			require.Equal(t, 0, late.Acked, "a's late ack completes nothing")
+			require.Zero(t, e.Client().Exists(ctx, e.Keys("t", "g").Retries()).Val(), "nor marks anything acked")
+			require.EqualValues(t, 1, stats(t, e, "t", "g").Pending, "b's message is still pending")
+
+			res, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: "b", Items: adaptertest.Held(held...)})
+			require.NoError(t, err)
+			require.Equal(t, pubsub.AckResult{Acked: 1}, res, "b's ack completes it")
+			require.Zero(t, stats(t, e, "t", "g").Pending)
+			requireAllAbove(t, adaptertest.IDs(held), adaptertest.IDs(old), "the new topic's IDs")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,39 @@ func pttl(t *testing.T, e *engine.Engine, key string) time.Duration {
 	d, err := e.Client().PTTL(t.Context(), key).Result()
 	require.NoError(t, err)
 	return d
+}
+
+// idNum is a list/zset delivery ID as the number it is.
+func idNum(t *testing.T, id string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(id, 10, 64)
+	require.NoError(t, err, "delivery ID %q", id)
+	return n
+}
+
+// requireAllAbove asserts that every ID of newer is greater than every ID of older.
+func requireAllAbove(t *testing.T, newer, older []string, msg string) {
+	t.Helper()
+	require.NotEmpty(t, newer)
+	require.NotEmpty(t, older)
+	for _, n := range newer {
+		for _, o := range older {
+			require.Greater(t, idNum(t, n), idNum(t, o), "%s: %s after %s", msg, n, o)
+		}
+	}
+}
+
+// waitClockPast waits until the Redis clock in ms × 1,000, where a topic created now starts its
+// IDs, is at or above every ID of ids. A topic created again issues IDs above its earlier ones
+// only as long as it issued fewer than 1,000 IDs a millisecond on average (engine.lua's
+// first_seq): one deleted and created again within the millisecond it was first created in
+// issues the same IDs again, which these tests would otherwise meet about every other run.
+func waitClockPast(t *testing.T, e *engine.Engine, ids []string) {
+	t.Helper()
+	var top int64
+	for _, id := range ids {
+		top = max(top, idNum(t, id))
+	}
+	require.Eventually(t, func() bool { return e.Client().Time(t.Context()).Val().UnixMilli()*1000 >= top },
+		5*time.Second, time.Millisecond)
 }

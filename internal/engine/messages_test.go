@@ -127,28 +127,41 @@ func sorted(ids []string) []string {
 	return out
 }
 
+// ids are the IDs of the messages a test published, in publish order; n(1) is the first.
+type ids []string
+
+// n is the ID of the i-th message published (from 1).
+func (s ids) n(i int) string { return s[i-1] }
+
+// span is the IDs of the from-th to the to-th message published, both included.
+func (s ids) span(from, to int) []string { return slices.Clone(s[from-1 : to]) }
+
+// pick is the IDs of the messages published at each of places.
+func (s ids) pick(places ...int) []string {
+	out := make([]string, len(places))
+	for i, p := range places {
+		out[i] = s.n(p)
+	}
+	return out
+}
+
 // fourStates publishes 7 messages into each state of the group: 1-7 pending (held by c1),
-// 8-14 dead, 15-21 ready, 22-28 delayed (due an hour and i seconds from now).
-func (a adminEnv) fourStates() {
+// 8-14 dead, 15-21 ready, 22-28 delayed (due an hour and i seconds from now). It returns the
+// IDs of the 28 in publish order.
+func (a adminEnv) fourStates() ids {
 	a.T.Helper()
 	a.EnsureGroup(topic, group)
-	a.Publish(topic, payloads("m", 21)...)
-	require.Len(a.T, a.Claim(topic, group, "c1", 7), 7)
+	out := ids(a.Publish(topic, payloads("m", 21)...))
+	require.Equal(a.T, out.span(1, 7), sorted(adaptertest.IDs(a.Claim(topic, group, "c1", 7))))
 	var dead []pubsub.NackItem
 	for _, d := range a.Claim(topic, group, "c2", 7) {
 		dead = append(dead, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad " + d.ID})
 	}
 	require.Equal(a.T, 7, a.Nack(topic, group, "c2", 0, dead...).DeadLettered)
 	for i := range 7 {
-		a.PublishDelayed(topic, time.Hour+time.Duration(7-i)*time.Second, fmt.Sprintf("d%d", i))
+		out = append(out, a.PublishDelayed(topic, time.Hour+time.Duration(7-i)*time.Second, fmt.Sprintf("d%d", i))...)
 	}
-}
-
-func span(from, to int) []string {
-	var out []string
-	for i := from; i <= to; i++ {
-		out = append(out, fmt.Sprint(i))
-	}
+	require.Len(a.T, out, 28)
 	return out
 }
 
@@ -156,10 +169,10 @@ func span(from, to int) []string {
 // says about it.
 func TestMessagesPagesEachStateInOrder(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
-		a.fourStates()
+		id := a.fourStates()
 
 		ready, pages := a.all(pubsub.StateReady, 3)
-		require.Equal(t, span(15, 21), infoIDs(ready), "delivery order")
+		require.Equal(t, id.span(15, 21), infoIDs(ready), "delivery order")
 		require.Equal(t, 3, pages)
 		for i, m := range ready {
 			require.Equal(t, pubsub.StateReady, m.State)
@@ -169,7 +182,7 @@ func TestMessagesPagesEachStateInOrder(t *testing.T) {
 
 		// delayed 22..28 were published due latest first.
 		delayed, _ := a.all(pubsub.StateDelayed, 3)
-		require.Equal(t, []string{"28", "27", "26", "25", "24", "23", "22"}, infoIDs(delayed), "due order")
+		require.Equal(t, id.pick(28, 27, 26, 25, 24, 23, 22), infoIDs(delayed), "due order")
 		for i, m := range delayed {
 			require.Equal(t, pubsub.StateDelayed, m.State)
 			require.WithinDuration(t, time.Now().Add(time.Hour), m.Due, 10*time.Second)
@@ -179,7 +192,7 @@ func TestMessagesPagesEachStateInOrder(t *testing.T) {
 		}
 
 		pending, _ := a.all(pubsub.StatePending, 3)
-		require.Equal(t, span(1, 7), sorted(infoIDs(pending)))
+		require.Equal(t, id.span(1, 7), sorted(infoIDs(pending)))
 		for i, m := range pending {
 			require.Equal(t, "c1", m.Consumer)
 			require.Equal(t, 1, m.Attempts)
@@ -192,7 +205,7 @@ func TestMessagesPagesEachStateInOrder(t *testing.T) {
 		}
 
 		dead, _ := a.all(pubsub.StateDead, 3)
-		require.Equal(t, span(8, 14), sorted(infoIDs(dead)))
+		require.Equal(t, id.span(8, 14), sorted(infoIDs(dead)))
 		for i, m := range dead {
 			require.Equal(t, "bad "+m.ID, m.Reason)
 			require.Equal(t, 1, m.Attempts)
@@ -212,31 +225,31 @@ func TestMessagesPagesEachStateInOrder(t *testing.T) {
 // listed once.
 func TestMessagesSkipWhatLeftBetweenPages(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
-		a.fourStates()
+		id := a.fourStates()
 
 		// ready 15..21: a claim of five takes the first page and two more.
 		p1 := a.page(pubsub.StateReady, "", 3)
-		require.Equal(t, span(15, 17), infoIDs(p1.Messages))
+		require.Equal(t, id.span(15, 17), infoIDs(p1.Messages))
 		claimed := a.Claim(topic, group, "c3", 5)
-		require.Equal(t, span(15, 19), adaptertest.IDs(claimed))
+		require.Equal(t, id.span(15, 19), adaptertest.IDs(claimed))
 		p2 := a.page(pubsub.StateReady, p1.Next, 3)
-		require.Equal(t, span(20, 21), infoIDs(p2.Messages))
+		require.Equal(t, id.span(20, 21), infoIDs(p2.Messages))
 		require.Empty(t, p2.Next)
 
 		// A release puts 15 back at the consume end, before the cursor: not listed again.
 		p1 = a.page(pubsub.StateReady, "", 1)
-		require.Equal(t, []string{"20"}, infoIDs(p1.Messages))
-		a.Nack(topic, group, "c3", 0, pubsub.NackItem{ID: "15", Attempt: 1, Release: true})
+		require.Equal(t, id.pick(20), infoIDs(p1.Messages))
+		a.Nack(topic, group, "c3", 0, pubsub.NackItem{ID: id.n(15), Attempt: 1, Release: true})
 		rest, _ := a.allFrom(pubsub.StateReady, p1.Next, 1)
-		require.Equal(t, []string{"21"}, infoIDs(rest))
+		require.Equal(t, id.pick(21), infoIDs(rest))
 
 		// delayed 28..22: run the next page's first one, and the cursor's own.
 		p1 = a.page(pubsub.StateDelayed, "", 3)
-		require.Equal(t, []string{"28", "27", "26"}, infoIDs(p1.Messages))
-		require.NoError(t, a.run("25"))
-		require.NoError(t, a.run("26"))
+		require.Equal(t, id.pick(28, 27, 26), infoIDs(p1.Messages))
+		require.NoError(t, a.run(id.n(25)))
+		require.NoError(t, a.run(id.n(26)))
 		rest, _ = a.allFrom(pubsub.StateDelayed, p1.Next, 3)
-		require.Equal(t, []string{"24", "23", "22"}, infoIDs(rest))
+		require.Equal(t, id.pick(24, 23, 22), infoIDs(rest))
 
 		// pending: ack what the next page would start with.
 		all, _ := a.all(pubsub.StatePending, 100)
@@ -268,9 +281,9 @@ func (a adminEnv) allFrom(state pubsub.MessageState, cursor string, count int) (
 // Message tells each state with what it knows of it.
 func TestMessageShowsEachState(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
-		a.fourStates()
+		id := a.fourStates()
 
-		m := a.show("3")
+		m := a.show(id.n(3))
 		require.Equal(t, pubsub.StatePending, m.State)
 		require.Equal(t, "c1", m.Consumer)
 		require.Equal(t, 1, m.Attempts)
@@ -279,19 +292,19 @@ func TestMessageShowsEachState(t *testing.T) {
 		require.Equal(t, topic, m.Topic)
 		require.Equal(t, group, m.Group)
 
-		m = a.show("9")
+		m = a.show(id.n(9))
 		require.Equal(t, pubsub.StateDead, m.State)
-		require.Equal(t, "bad 9", m.Reason)
+		require.Equal(t, "bad "+id.n(9), m.Reason)
 		require.Equal(t, 1, m.Attempts)
 		require.False(t, m.DeadAt.IsZero())
 
-		m = a.show("21")
+		m = a.show(id.n(21))
 		require.Equal(t, pubsub.StateReady, m.State)
 		require.Zero(t, m.Attempts)
 		require.True(t, m.Due.IsZero())
 		require.Equal(t, "uuid-m20", m.Envelope.UUID)
 
-		m = a.show("24")
+		m = a.show(id.n(24))
 		require.Equal(t, pubsub.StateDelayed, m.State)
 		require.WithinDuration(t, time.Now().Add(time.Hour+4*time.Second), m.Due, 5*time.Second)
 
@@ -306,14 +319,14 @@ func TestMessageShowsEachState(t *testing.T) {
 		require.Equal(t, 2, m.Attempts)
 
 		// An expired lease waits for Reclaim: negative lease left.
-		a.ExpireLease(a.e.Keys(topic, group).Pending(), "4")
-		require.Negative(t, a.show("4").LeaseLeft)
+		a.ExpireLease(a.e.Keys(topic, group).Pending(), id.n(4))
+		require.Negative(t, a.show(id.n(4)).LeaseLeft)
 
-		// Acked or never published: not found.
-		a.Ack(topic, group, "c1", pubsub.Delivery{ID: "5", Attempt: 1})
-		for _, id := range []string{"5", "99", "abc", "007", ""} {
-			_, err := a.message(id)
-			require.ErrorIs(t, err, pubsub.ErrMessageNotFound, id)
+		// Acked, never published, or not an ID as the backend writes it: not found.
+		a.Ack(topic, group, "c1", pubsub.Delivery{ID: id.n(5), Attempt: 1})
+		for _, bad := range []string{id.n(5), adaptertest.IDAfter(t, id.n(28), 71), "abc", "00" + id.n(7), ""} {
+			_, err := a.message(bad)
+			require.ErrorIs(t, err, pubsub.ErrMessageNotFound, bad)
 		}
 	})
 }
@@ -340,20 +353,20 @@ func TestMessageShowsAMissingOrCorruptBody(t *testing.T) {
 func TestDeleteMessageInEachState(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
 		a.EnsureGroup(topic, "other")
-		a.fourStates()
+		id := a.fourStates()
 		k := a.e.Keys(topic, group)
 		// 1-7 pending, 8-14 dead, 15-21 ready, 22-28 delayed; 29 is ready for the group alone
 		// (other acks its copy), 30 too.
-		a.Publish(topic, "solo", "solo2")
+		id = append(id, a.Publish(topic, "solo", "solo2")...)
 		for _, d := range a.Claim(topic, "other", "o", 30) {
-			if d.ID == "29" || d.ID == "30" {
+			if d.ID == id.n(29) || d.ID == id.n(30) {
 				a.Ack(topic, "other", "o", d)
 			} else {
 				a.Nack(topic, "other", "o", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
 			}
 		}
 
-		gone := []string{"2", "9", "16", "23", "29"}
+		gone := id.pick(2, 9, 16, 23, 29)
 		for _, id := range gone {
 			require.NoError(t, a.remove(group, id), id)
 			_, err := a.message(id)
@@ -367,28 +380,28 @@ func TestDeleteMessageInEachState(t *testing.T) {
 			}
 		}
 		// A holder's ack of the deleted pending message is stale.
-		res := a.Ack(topic, group, "c1", pubsub.Delivery{ID: "2", Attempt: 1})
+		res := a.Ack(topic, group, "c1", pubsub.Delivery{ID: id.n(2), Attempt: 1})
 		require.Equal(t, 0, res.Acked)
 		require.Equal(t, 1, res.Stale)
 
 		// Bodies shared with the other group stay; 29's was the group's alone. A ready
 		// message's body goes when a claim drops it.
 		bodies := a.Hash(k.Bodies())
-		for _, id := range []string{"2", "9", "16", "23"} {
-			require.Contains(t, bodies, id)
+		for _, shared := range id.pick(2, 9, 16, 23) {
+			require.Contains(t, bodies, shared)
 		}
-		require.Contains(t, bodies, "29", "ready: freed by the claim that reaches it")
+		require.Contains(t, bodies, id.n(29), "ready: freed by the claim that reaches it")
 
 		// The group gets none of them, whatever comes due.
-		for _, id := range []string{"22", "24", "25", "26", "27", "28"} {
-			require.NoError(t, a.run(id))
+		for _, delayed := range id.pick(22, 24, 25, 26, 27, 28) {
+			require.NoError(t, a.run(delayed))
 		}
 		var got []string
 		for ds := a.Claim(topic, group, "c5", 100); len(ds) > 0; ds = a.Claim(topic, group, "c5", 100) {
 			got = append(got, adaptertest.IDs(ds)...)
 		}
-		require.ElementsMatch(t, []string{"15", "17", "18", "19", "20", "21", "22", "24", "25", "26", "27", "28", "30"}, got)
-		require.NotContains(t, a.Hash(k.Bodies()), "29")
+		require.ElementsMatch(t, id.pick(15, 17, 18, 19, 20, 21, 22, 24, 25, 26, 27, 28, 30), got)
+		require.NotContains(t, a.Hash(k.Bodies()), id.n(29))
 		require.Empty(t, a.Hash(k.Retries()), "the claim dropped the marks")
 
 		// The other group gets every one, 29 and 30 acked before.
@@ -404,16 +417,16 @@ func TestDeleteMessageInEachState(t *testing.T) {
 // but ready.
 func TestDeleteMessageFreesItsBody(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
-		a.fourStates()
+		id := a.fourStates()
 		k := a.e.Keys(topic, group)
-		for _, id := range []string{"2", "9", "23"} {
-			require.NoError(t, a.remove(group, id))
-			require.NotContains(t, a.Hash(k.Bodies()), id)
+		for _, gone := range id.pick(2, 9, 23) {
+			require.NoError(t, a.remove(group, gone))
+			require.NotContains(t, a.Hash(k.Bodies()), gone)
 		}
-		require.NoError(t, a.remove(group, "16"))
-		require.Contains(t, a.Hash(k.Bodies()), "16")
-		require.Equal(t, []string{"15", "17", "18", "19", "20", "21"}, adaptertest.IDs(a.Claim(topic, group, "c", 7)))
-		require.NotContains(t, a.Hash(k.Bodies()), "16", "the claim that reached it freed it")
+		require.NoError(t, a.remove(group, id.n(16)))
+		require.Contains(t, a.Hash(k.Bodies()), id.n(16))
+		require.Equal(t, id.pick(15, 17, 18, 19, 20, 21), adaptertest.IDs(a.Claim(topic, group, "c", 7)))
+		require.NotContains(t, a.Hash(k.Bodies()), id.n(16), "the claim that reached it freed it")
 	})
 }
 
@@ -429,7 +442,7 @@ func TestRunMessage(t *testing.T) {
 		require.Equal(t, pubsub.StateReady, a.show(ids[0]).State)
 		require.ElementsMatch(t, []string{ready[0], ids[0]}, adaptertest.IDs(a.Claim(topic, group, "c", 10)))
 		require.ErrorIs(t, a.run(ids[0]), pubsub.ErrNotDelayed, "pending")
-		require.ErrorIs(t, a.run("99"), pubsub.ErrMessageNotFound)
+		require.ErrorIs(t, a.run(adaptertest.IDAfter(t, ready[0], 98)), pubsub.ErrMessageNotFound, "never published")
 	})
 }
 
@@ -466,9 +479,9 @@ func TestMessagesBadInput(t *testing.T) {
 func TestMessagesHideWhatIsMarkedAcked(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
 		a.EnsureGroup(topic, group)
-		a.Publish(topic, payloads("m", 10)...)
-		for _, id := range []string{"2", "4", "5"} {
-			require.NoError(t, a.remove(group, id))
+		id := ids(a.Publish(topic, payloads("m", 10)...))
+		for _, gone := range id.pick(2, 4, 5) {
+			require.NoError(t, a.remove(group, gone))
 		}
 		var pages [][]string
 		for cursor := ""; ; {
@@ -478,7 +491,7 @@ func TestMessagesHideWhatIsMarkedAcked(t *testing.T) {
 				break
 			}
 		}
-		require.Equal(t, [][]string{{"1", "3", "6"}, {"7", "8", "9"}, {"10"}}, pages)
+		require.Equal(t, [][]string{id.pick(1, 3, 6), id.pick(7, 8, 9), id.pick(10)}, pages)
 
 		// A late ack of a message that waits delayed after a nack.
 		d := a.Claim(topic, group, "c", 1)[0]
@@ -519,7 +532,7 @@ func TestMessagesOnAFullRedis(t *testing.T) {
 			server := redistest.Start(t, redistest.Options{Args: []string{"--maxmemory-policy", "noeviction"}})
 			c := server.Client(t)
 			a := adminEnvOn(t, name, c, redistest.Prefix(t))
-			a.fourStates()
+			id := a.fourStates()
 			require.NoError(t, c.ConfigSet(a.Ctx, "maxmemory", "1").Err())
 			_, err := a.e.Publish(a.Ctx, &pubsub.PublishParams{Topic: topic, Messages: messages("x")})
 			require.ErrorIs(t, err, pubsub.ErrRedisFull, "the Redis is full")
@@ -528,10 +541,10 @@ func TestMessagesOnAFullRedis(t *testing.T) {
 				ms, _ := a.all(s, 3)
 				require.Len(t, ms, 7, "%s", s)
 			}
-			for _, id := range []string{"2", "9", "16", "23"} {
-				require.NoError(t, a.remove(group, id), id)
-				_, err := a.message(id)
-				require.ErrorIs(t, err, pubsub.ErrMessageNotFound, id)
+			for _, gone := range id.pick(2, 9, 16, 23) {
+				require.NoError(t, a.remove(group, gone), gone)
+				_, err := a.message(gone)
+				require.ErrorIs(t, err, pubsub.ErrMessageNotFound, gone)
 			}
 		})
 	}

@@ -34,8 +34,8 @@ type Options struct {
 	// pubsub.BacklogLimitDefault (10,000); negative is invalid.
 	BacklogLimit int
 	// BacklogTTL is how long a backlog, and its topic's keys, live after the last publish while
-	// no group registers; then Redis deletes them, and the topic starts its delivery IDs over.
-	// Defaults to pubsub.BacklogTTLDefault (24h); negative is invalid.
+	// no group registers; then Redis deletes them (a topic created again issues delivery IDs
+	// above the old ones). Defaults to pubsub.BacklogTTLDefault (24h); negative is invalid.
 	BacklogTTL time.Duration
 }
 

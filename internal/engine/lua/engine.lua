@@ -248,6 +248,22 @@ local function dedupe(ids)
   return out
 end
 
+-- first_seq is the ID counter of a topic that has none (new, or created again after its keys
+-- were deleted): the Redis clock in ms times 1,000, so that the IDs of a topic created again
+-- follow those of its earlier life, as long as it issued fewer than 1,000 IDs a millisecond on
+-- average. A delivery of the earlier topic that its holder acks late can then never complete a
+-- message of the new one. Exact in Lua's doubles (below 2^53) until the year 2255, and 16
+-- digits, as zset's members expect.
+local function first_seq()
+  return now_ms() * 1000
+end
+
+-- topic_seq is the topic's ID counter from meta's seq field v, or first_seq when it has none.
+local function topic_seq(v)
+  if v then return tonumber(v) end
+  return first_seq()
+end
+
 -- new_version is a registry version no earlier one can equal: the Redis clock in µs. A
 -- counter would hand out the same number again after a failover lost its last bump, for
 -- another set of groups, and publishers holding that number would route by the lost set.

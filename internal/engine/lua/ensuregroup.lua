@@ -21,7 +21,7 @@ check_layout(meta[1])
 if redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
 local ver = meta[3] or '0'
 if redis.call('HEXISTS', k.registry, ARGV[1]) == 0 then
-  ver = register(k, bk, ARGV[1], tonumber(meta[2] or '0'), false)
+  ver = register(k, bk, ARGV[1], topic_seq(meta[2]), false)
   if meta[4] then redis.call('HDEL', k.meta, 'expire') end
   for _, key in ipairs(topic_keys()) do redis.call('PERSIST', key) end
 end

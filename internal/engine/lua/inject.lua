@@ -7,9 +7,9 @@
 -- Returns the new delivery ID.
 
 local k = keys_at(TOPIC_KEYS + 1)
-local seq = tonumber(redis.call('HGET', k.meta, 'seq') or '0')
+local seq = topic_seq(redis.call('HGET', k.meta, 'seq'))
 if redis.call('HSETNX', k.registry, ARGV[1], seq) == 1 then
-  redis.call('HSET', k.meta, 'ver', new_version(), 'layout', LAYOUT)
+  redis.call('HSET', k.meta, 'ver', new_version(), 'layout', LAYOUT, 'seq', seq)
 end
 local id = ms(redis.call('HINCRBY', k.meta, 'seq', 1))
 redis.call('HSET', k.bodies, id, ARGV[2])

@@ -31,7 +31,7 @@ if v then
 elseif ARGV[4] == '1' then
   return redis.error_reply('RELQGONE group is not registered')
 else
-  ver = register(k, bk, group, tonumber(meta[2] or '0'), true)
+  ver = register(k, bk, group, topic_seq(meta[2]), true)
 end
 local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', k.members, '-inf', '(' .. now)

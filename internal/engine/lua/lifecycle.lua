@@ -20,7 +20,7 @@ local function register(k, bk, group, seq, ephemeral)
   end
   redis.call('HSET', k.registry, group, reg_value(from, false, ephemeral))
   local ver = new_version()
-  redis.call('HSET', k.meta, 'ver', ver, 'layout', LAYOUT)
+  redis.call('HSET', k.meta, 'ver', ver, 'layout', LAYOUT, 'seq', seq) -- seq: a new topic's first
   return ver
 end
 

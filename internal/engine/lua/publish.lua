@@ -49,7 +49,7 @@ local G = tonumber(ARGV[6])
 local fields = {'ver', 'seq', ARGV[2], 'layout', 'expire'}
 for g = 1, G do fields[#fields + 1] = 'w:' .. ARGV[6 + g] end
 local meta = redis.call('HMGET', KEYS[1], unpack(fields))
-local ver, seq, lane, expire = meta[1], tonumber(meta[2] or '0'), meta[3], meta[5]
+local ver, seq, lane, expire = meta[1], topic_seq(meta[2]), meta[3], meta[5]
 if lane then
   local token, last = string.match(lane, '^(%d+):(%d+)')
   -- The caller's own version: the registry may have changed since the call first ran, and
