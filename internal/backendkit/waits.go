@@ -119,7 +119,9 @@ func (w *Waits) RunUnblocked(ctx context.Context, key string, wait func(context.
 	if c == nil {
 		return wait(context.WithoutCancel(ctx), w.user)
 	}
+	unblocked := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		defer close(unblocked)
 		if id := conn.id.Load(); id > 0 {
 			uctx, cancel := context.WithTimeout(context.Background(), unblockTimeout)
 			defer cancel()
@@ -127,7 +129,9 @@ func (w *Waits) RunUnblocked(ctx context.Context, key string, wait func(context.
 		}
 	})
 	err = wait(context.WithoutCancel(ctx), c)
-	stop()
+	if !stop() {
+		<-unblocked // the CLIENT UNBLOCK holds a pooled connection until it is answered
+	}
 	if !w.give(addr, c, false) && err != nil {
 		return errClosed
 	}

@@ -137,7 +137,7 @@ func requireAllAbove(t *testing.T, newer, older []string, msg string) {
 	}
 }
 
-// waitClockPast waits until the Redis clock in ms × 1,000, where a topic created now starts its
+// waitClockPast waits until the Redis clock in microseconds, where a topic created now starts its
 // IDs, is at or above every ID of ids. A topic created again issues IDs above its earlier ones
 // only as long as it issued fewer than 1,000 IDs a millisecond on average (engine.lua's
 // first_seq): one deleted and created again within the millisecond it was first created in

@@ -249,13 +249,14 @@ local function dedupe(ids)
 end
 
 -- first_seq is the ID counter of a topic that has none (new, or created again after its keys
--- were deleted): the Redis clock in ms times 1,000, so that the IDs of a topic created again
--- follow those of its earlier life, as long as it issued fewer than 1,000 IDs a millisecond on
--- average. A delivery of the earlier topic that its holder acks late can then never complete a
--- message of the new one. Exact in Lua's doubles (below 2^53) until the year 2255, and 16
--- digits, as zset's members expect.
+-- were deleted): the Redis clock in microseconds, so that the IDs of a topic created again
+-- follow those of its earlier life, as long as it issued fewer than one ID a microsecond on
+-- average (a million a second). A delivery of the earlier topic that its holder acks late can
+-- then never complete a message of the new one. Exact in Lua's doubles (below 2^53) until
+-- the year 2255, and 16 digits, as zset's members expect.
 local function first_seq()
-  return now_ms() * 1000
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
 -- topic_seq is the topic's ID counter from meta's seq field v, or first_seq when it has none.
