@@ -18,7 +18,8 @@ type Throughput struct {
 // MeasurePublish publishes messages from one goroutine, batch per Publish call (1 for one
 // message per call), and returns messages per second and Redis's cost per message. The
 // messages are built, and one message published to warm up, before the clock starts; the
-// topic has no subscriber.
+// topic has one group, registered first as a subscriber would (so relq measures a publish
+// routed to a group, not to a topic's backlog), and no subscriber reads it.
 func MeasurePublish(ctx context.Context, c *redis.Client, t Target, cfg Config, batch int) (Throughput, error) {
 	cfg = cfg.WithDefaults()
 	n := cfg.BatchMessages
@@ -44,6 +45,9 @@ func publish(ctx context.Context, c *redis.Client, t Target, cfg Config, n, batc
 		return Throughput{}, err
 	}
 	defer in.close(context.WithoutCancel(ctx))
+	if err := in.ensureGroup(ctx); err != nil {
+		return Throughput{}, err
+	}
 	pub, err := in.publisher()
 	if err != nil {
 		return Throughput{}, err
