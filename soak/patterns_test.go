@@ -9,10 +9,10 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/components/cqrs"
-	"github.com/ThreeDotsLabs/watermill/components/requestreply"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -68,73 +68,20 @@ func runCQRS(t *testing.T, b pubsub.Backend, n int, sample func(int)) {
 	}
 }
 
-// Ping is the command; its handler replies with the ID.
-type Ping struct{ ID int }
-
 // runRequestReply sends n commands one after another with Watermill's request-reply, each
 // waiting for its reply on the topic replyTopic names for its operation, through a
-// Subscriber of its own in an ephemeral group of its own.
+// Subscriber of its own in an ephemeral group of its own (adaptertest.RequestReplyRig).
 func runRequestReply(t *testing.T, b pubsub.Backend, n int, sample func(int), replyTopic func(pubsub.Backend, string) string) {
-	logger := watermill.NopLogger{}
-	marshaler := cqrs.JSONMarshaler{}
-	pub := newPublisher(t, b)
-	timeout := 30 * time.Second
-	var subs sync.Map // operation ID -> *pubsub.Subscriber
-	reply, err := requestreply.NewPubSubBackend(requestreply.PubSubBackendConfig{
-		Publisher: pub,
-		SubscriberConstructor: func(p requestreply.PubSubBackendSubscribeParams) (message.Subscriber, error) {
-			sub := newSubscriber(t, b, pubsub.SubscriberConfig{Group: "req-" + string(p.OperationID), Ephemeral: true})
-			subs.Store(p.OperationID, sub)
-			return sub, nil
-		},
-		GenerateSubscribeTopic: func(p requestreply.PubSubBackendSubscribeParams) (string, error) {
-			return replyTopic(b, string(p.OperationID)), nil
-		},
-		GeneratePublishTopic: func(p requestreply.PubSubBackendPublishParams) (string, error) {
-			return replyTopic(b, string(p.OperationID)), nil
-		},
-		// requestreply cancels the subscription when the reply came; the application closes
-		// the Subscriber it made.
-		OnListenForReplyFinished: func(_ context.Context, p requestreply.PubSubBackendSubscribeParams) {
-			if sub, ok := subs.LoadAndDelete(p.OperationID); ok {
-				_ = sub.(*pubsub.Subscriber).Close()
-			}
-		},
-		ListenForReplyTimeout: &timeout,
-		Logger:                logger,
-	}, requestreply.BackendPubsubJSONMarshaler[int]{})
-	require.NoError(t, err)
-
-	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 5 * time.Second}, logger)
-	require.NoError(t, err)
-	processor, err := cqrs.NewCommandProcessorWithConfig(router, cqrs.CommandProcessorConfig{
-		GenerateSubscribeTopic: func(p cqrs.CommandProcessorGenerateSubscribeTopicParams) (string, error) {
-			return "commands", nil
-		},
-		SubscriberConstructor: func(p cqrs.CommandProcessorSubscriberConstructorParams) (message.Subscriber, error) {
-			return newSubscriber(t, b, pubsub.SubscriberConfig{Group: "pinger"}), nil
-		},
-		Marshaler: marshaler,
-		Logger:    logger,
+	rig := adaptertest.NewRequestReplyRig(t, b, adaptertest.RequestReplyOptions{
+		ReplyTopic: func(op string) string { return replyTopic(b, op) },
+		Subscriber: subscriberConfig,
+		Ephemeral:  true,
 	})
-	require.NoError(t, err)
-	require.NoError(t, processor.AddHandlers(requestreply.NewCommandHandlerWithResult[Ping, int]("ping", reply,
-		func(_ context.Context, p *Ping) (int, error) { return p.ID, nil })))
-	bus, err := cqrs.NewCommandBusWithConfig(pub, cqrs.CommandBusConfig{
-		GeneratePublishTopic: func(cqrs.CommandBusGeneratePublishTopicParams) (string, error) { return "commands", nil },
-		Marshaler:            marshaler,
-		Logger:               logger,
-	})
-	require.NoError(t, err)
-
-	ctx := runRouter(t, router)
-
 	warm := n / 5
 	for i := 1; i <= n; i++ {
-		r, err := requestreply.SendWithReply[int](ctx, bus, reply, &Ping{ID: i})
+		got, err := rig.Send(context.Background(), i)
 		require.NoError(t, err, "request %d", i)
-		require.NoError(t, r.Error, "request %d", i)
-		require.Equal(t, i, r.HandlerResult, "request %d got another's reply", i)
+		require.Equal(t, i, got, "request %d got another's reply", i)
 		if i == warm || i == n {
 			sample(i)
 		}

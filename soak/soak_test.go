@@ -203,10 +203,13 @@ func usedMemory(ctx context.Context, client redis.UniversalClient) (int64, error
 	return n, err
 }
 
+// subscriberConfig is what every Subscriber of the soak starts from: a short Block and
+// CloseTimeout, so that subscriptions stop quickly.
+var subscriberConfig = pubsub.SubscriberConfig{Block: 100 * time.Millisecond, CloseTimeout: 5 * time.Second}
+
 // newSubscriber returns a Subscriber of group on b, closed with the test.
 func newSubscriber(t *testing.T, b pubsub.Backend, cfg pubsub.SubscriberConfig) *pubsub.Subscriber {
-	cfg.Block = 100 * time.Millisecond
-	cfg.CloseTimeout = 5 * time.Second
+	cfg.Block, cfg.CloseTimeout = subscriberConfig.Block, subscriberConfig.CloseTimeout
 	sub, err := pubsub.NewSubscriber(b, cfg, watermill.NopLogger{})
 	require.NoError(t, err)
 	return sub
