@@ -65,8 +65,8 @@ var (
 		"zset":    {"scan", "hkeys", "zrange"},
 		"streams": {"scan", "xinfo|groups", "smembers", "unlink"},
 	}
-	// aclUnblockCommands are optional: every backend asks each connection it opens for a
-	// blocking wait for its client ID (CLIENT ID, once per connection), which list uses to end
+	// aclUnblockCommands are optional: list asks each connection it opens for a blocking
+	// wait for its client ID (CLIENT ID, once per connection, at its first BLMOVE), to end
 	// a blocked BLMOVE when its subscription stops (CLIENT UNBLOCK, internal/backendkit's
 	// RunUnblocked). Refused, the BLMOVE ends at its timeout, at most the claim's Block later.
 	// TestACLConformance leaves them out, so the whole suite runs with them refused;

@@ -2,6 +2,7 @@ package backendkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -55,9 +56,10 @@ type idleWait struct {
 	since time.Time
 }
 
-// waitConn is what Waits knows of one wait connection: its Redis client ID, learnt when it
-// connects (0: unknown, CLIENT ID refused), and a client of the same server to send
-// CLIENT UNBLOCK through.
+// waitConn is what Waits knows of one wait connection: its Redis client ID, which the first
+// RunUnblocked on the connection asks for (0: not asked yet on this connection, reset when it
+// connects again; -1: CLIENT ID refused, by an ACL say), and a client of the same server to
+// send CLIENT UNBLOCK through. Run never asks: only list's BLMOVE is unblocked.
 type waitConn struct {
 	id      atomic.Int64
 	control redis.UniversalClient
@@ -118,6 +120,18 @@ func (w *Waits) RunUnblocked(ctx context.Context, key string, wait func(context.
 	}
 	if c == nil {
 		return wait(context.WithoutCancel(ctx), w.user)
+	}
+	if conn.id.Load() == 0 {
+		// Once per connection; a reconnect meanwhile resets it first (waitOptions), so the ID
+		// is always this connection's.
+		id, err := c.ClientID(ctx).Result()
+		var refused redis.Error
+		switch {
+		case err == nil:
+			conn.id.Store(id)
+		case errors.As(err, &refused):
+			conn.id.Store(-1)
+		}
 	}
 	unblocked := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
@@ -283,7 +297,7 @@ func (w *Waits) sweepIdle() {
 }
 
 // waitOptions are user's options for a client of one connection, used by one wait at a time,
-// which records the connection's client ID in conn when it connects.
+// which forgets conn's client ID when it connects (again).
 func waitOptions(user *redis.Options, conn *waitConn) *redis.Options {
 	o := *user
 	onConnect := user.OnConnect
@@ -293,12 +307,7 @@ func waitOptions(user *redis.Options, conn *waitConn) *redis.Options {
 				return err
 			}
 		}
-		// One CLIENT ID per connection, not per wait; refused (ACL), RunUnblocked waits.
-		id, err := cn.ClientID(ctx).Result()
-		if err != nil {
-			id = 0
-		}
-		conn.id.Store(id)
+		conn.id.Store(0)
 		return nil
 	}
 	o.PoolSize, o.MaxConcurrentDials = 1, 1
