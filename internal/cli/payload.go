@@ -15,58 +15,26 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/relq/relq/internal/payload"
 )
 
 // cellBytes bounds how much of a payload a table cell is made from: the cell is cut to the
 // width anyway, and a page of large payloads should not be escaped in full.
 const cellBytes = 4096
 
-// isJSON reports whether p is one JSON value (in valid UTF-8).
-func isJSON(p []byte) bool {
-	return len(p) > 0 && utf8.Valid(p) && json.Valid(p)
-}
-
-// isText reports whether p reads as text: valid UTF-8 whose characters are printable,
-// newlines and tabs (and a trailing carriage return) allowed.
-func isText(p []byte) bool {
-	if !utf8.Valid(p) {
-		return false
-	}
-	for _, r := range string(p) {
-		if !unicode.IsPrint(r) && r != '\n' && r != '\t' && r != '\r' {
-			return false
-		}
-	}
-	return true
-}
-
 // bytesKind names how writeBytes prints p.
-func bytesKind(p []byte) string {
-	switch {
-	case len(p) == 0:
-		return "empty"
-	case isJSON(p):
-		return "JSON"
-	case isText(p):
-		return "text"
-	}
-	return "binary, hex dump"
-}
+func bytesKind(p []byte) string { return string(payload.KindOf(p)) }
 
 // writeBytes prints p indented, whole: JSON indented, text as it is, anything else as a hex
 // dump.
 func writeBytes(w io.Writer, indent string, p []byte) {
-	var body string
-	switch {
-	case isJSON(p):
-		var b bytes.Buffer
-		_ = json.Indent(&b, p, "", "  ") // p is valid JSON
-		body = jsonSafe(b.String())
-	case isText(p):
-		body = escape(strings.ReplaceAll(string(p), "\r\n", "\n"), true)
-		body = strings.TrimSuffix(body, "\n")
-	default:
-		body = strings.TrimSuffix(hex.Dump(p), "\n")
+	kind, body := payload.Format(p)
+	switch kind {
+	case payload.JSON:
+		body = jsonSafe(body)
+	case payload.Text:
+		body = strings.TrimSuffix(escape(body, true), "\n")
 	}
 	for _, line := range strings.Split(body, "\n") {
 		fmt.Fprintf(w, "%s%s\n", indent, line)
@@ -78,11 +46,11 @@ func bytesCell(p []byte) string {
 	switch {
 	case len(p) == 0:
 		return "(empty)"
-	case len(p) <= cellBytes && isJSON(p):
+	case len(p) <= cellBytes && payload.IsJSON(p):
 		var b bytes.Buffer
 		_ = json.Compact(&b, p)
 		return jsonSafe(b.String())
-	case isText(p[:textPrefix(p)]):
+	case payload.IsText(p[:textPrefix(p)]):
 		s := oneLine(string(p[:textPrefix(p)]))
 		if textPrefix(p) < len(p) {
 			s += "…"

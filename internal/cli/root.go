@@ -75,6 +75,7 @@ func NewRootCommand(env Env) *cobra.Command {
 	root.AddCommand(newGroupCommand(env))
 	root.AddCommand(newMsgCommand(env))
 	root.AddCommand(newDeadCommand(env))
+	root.AddCommand(newWebCommand(env))
 	return root
 }
 

@@ -1,0 +1,203 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/web"
+)
+
+func groupForm(backend string) url.Values {
+	return url.Values{"b": {backend}, "t": {"orders"}, "g": {"billing"}}
+}
+
+func (s *site) paused() bool {
+	s.t.Helper()
+	return s.env.Stats("orders", "billing").Paused
+}
+
+// TestActionsNeedCSRFAndSameOrigin checks that a POST without the page's CSRF token, or from
+// another origin, changes nothing.
+func TestActionsNeedCSRFAndSameOrigin(t *testing.T) {
+	s := newSite(t, "list", nil)
+	s.env.EnsureGroup("orders", "billing")
+
+	f := groupForm("list")
+	f.Set("csrf", "forged-token-forged-token-forged-token")
+	code, _, body := s.post("/pause", f)
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, body, "CSRF token")
+	require.False(t, s.paused())
+
+	// The right token, but sent by a page of another site.
+	f = groupForm("list")
+	f.Set("csrf", s.csrf())
+	req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/pause", strings.NewReader(f.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	res, err := s.client.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusForbidden, res.StatusCode)
+	require.False(t, s.paused())
+
+	code, loc, _ := s.post("/pause", groupForm("list"))
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Equal(t, "group?b=list&g=billing&t=orders", loc)
+	require.True(t, s.paused())
+	require.Contains(t, s.page("/"+loc), "Paused orders / billing", "the action's outcome shown once")
+	require.NotContains(t, s.page("/"+loc), "Paused orders / billing")
+
+	code, _, _ = s.post("/resume", groupForm("list"))
+	require.Equal(t, http.StatusSeeOther, code)
+	require.False(t, s.paused())
+}
+
+// TestReadOnlyRefusesEveryAction posts every action to a read-only dashboard: each is refused
+// and nothing changes; its pages offer no action.
+func TestReadOnlyRefusesEveryAction(t *testing.T) {
+	s := newSite(t, "list", func(o *web.Options) { o.ReadOnly = true })
+	s.env.EnsureGroup("orders", "billing")
+	dead := s.deadLetter("orders", "billing", "x", "bad")
+	before := s.env.Keys("orders")
+
+	for _, action := range []string{"pause", "resume", "run", "requeue", "purge", "delete-message", "delete-group", "delete-topic"} {
+		f := groupForm("list")
+		f.Set("id", dead)
+		f.Set("all", "yes")
+		f.Set("confirm", "yes")
+		f.Set("csrf", "whatever")
+		code, _, body := s.post("/"+action, f)
+		require.Equal(t, http.StatusForbidden, code, action)
+		require.Contains(t, body, "read-only", action)
+	}
+	require.Equal(t, before, s.env.Keys("orders"))
+	st := s.env.Stats("orders", "billing")
+	require.EqualValues(t, 1, st.Dead)
+	require.False(t, st.Paused)
+	for _, path := range []string{"/group" + q("b", "list", "t", "orders", "g", "billing"), "/dead" + q("b", "list", "t", "orders", "g", "billing"),
+		"/message" + q("b", "list", "t", "orders", "g", "billing", "id", dead), "/topic" + q("b", "list", "t", "orders")} {
+		body := s.page(path)
+		require.NotContains(t, body, `method="post"`, path)
+		require.Contains(t, body, `id="read-only"`, path)
+	}
+}
+
+// TestDestructiveActionsAskFirst checks that deleting a topic shows what it removes and
+// deletes nothing until confirmed, then deletes every key of the topic.
+func TestDestructiveActionsAskFirst(t *testing.T) {
+	s := newSite(t, "zset", nil)
+	s.env.EnsureGroup("orders", "billing")
+	s.env.Publish("orders", "a", "b")
+	f := url.Values{"b": {"zset"}, "t": {"orders"}}
+	code, _, body := s.post("/delete-topic", f)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Delete topic orders (zset backend)?")
+	require.Contains(t, body, "Groups: billing.")
+	require.Contains(t, body, `name="confirm" value="yes"`)
+	require.NotEmpty(t, s.env.Keys("orders"), "nothing deleted before the confirmation")
+
+	f.Set("confirm", "yes")
+	code, loc, _ := s.post("/delete-topic", f)
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Equal(t, "./", loc)
+	require.Empty(t, s.env.Keys("orders"))
+	require.Contains(t, s.page("/"), "Deleted topic orders.")
+}
+
+// TestDeadLetterActions requeues one, purges the selected, then purges all with the count
+// the confirmation showed.
+func TestDeadLetterActions(t *testing.T) {
+	s := newSite(t, "streams", nil)
+	s.env.EnsureGroup("orders", "billing")
+	var ids []string
+	for _, p := range []string{"a", "b", "c", "d"} {
+		ids = append(ids, s.deadLetter("orders", "billing", p, "reason "+p))
+	}
+	dead := func() int64 { return s.env.Stats("orders", "billing").Dead }
+
+	f := groupForm("streams")
+	f.Set("one", ids[0])
+	f.Add("ids", ids[1]) // selected, but the row's own button names ids[0]
+	code, loc, _ := s.post("/requeue", f)
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Contains(t, loc, "dead?")
+	require.EqualValues(t, 3, dead())
+	require.EqualValues(t, 1, s.env.Stats("orders", "billing").Ready)
+	got := s.env.Claim("orders", "billing", "c", 10)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[0], got[0].ID, "the requeued letter is delivered again")
+	s.env.Ack("orders", "billing", "c", got...)
+
+	f = groupForm("streams")
+	f["ids"] = []string{ids[1], ids[2]}
+	code, _, body := s.post("/purge", f)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Purge 2 dead letters")
+	require.EqualValues(t, 3, dead())
+	f.Set("confirm", "yes")
+	code, _, _ = s.post("/purge", f)
+	require.Equal(t, http.StatusSeeOther, code)
+	require.EqualValues(t, 1, dead())
+
+	f = groupForm("streams")
+	f.Set("all", "yes")
+	code, _, body = s.post("/purge", f)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Purge all 1 dead letters")
+	s.deadLetter("orders", "billing", "e", "arrived after the question") // not counted: kept
+	f.Set("confirm", "yes")
+	f.Set("limit", "1")
+	code, _, _ = s.post("/purge", f)
+	require.Equal(t, http.StatusSeeOther, code)
+	page, err := s.env.B.(pubsub.Admin).Messages(ctxT(t), &pubsub.MessagesParams{Topic: "orders", Group: "billing", State: pubsub.StateDead})
+	require.NoError(t, err)
+	require.Len(t, page.Messages, 1)
+	require.Equal(t, "arrived after the question", page.Messages[0].Reason)
+}
+
+// TestTokenAuth checks the login page, the cookie it sets, the bearer header, and that the
+// next page after login stays inside the dashboard.
+func TestTokenAuth(t *testing.T) {
+	s := newSite(t, "list", func(o *web.Options) { o.Token = "s3cret-token" })
+	code, body := s.get("/api/overview")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	code, _ = s.get("/")
+	require.Equal(t, http.StatusSeeOther, code)
+
+	req, _ := http.NewRequest(http.MethodGet, s.srv.URL+"/", nil)
+	req.Header.Set("Authorization", "Bearer s3cret-token")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+
+	code, _, body = s.post("/login", url.Values{"token": {"wrong"}, "next": {"/topic?b=list"}})
+	require.Equal(t, http.StatusUnauthorized, code)
+	require.Contains(t, body, "not this dashboard")
+	code, loc, _ := s.post("/login", url.Values{"token": {"s3cret-token"}, "next": {"//evil.example/x"}})
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Equal(t, "./", loc, "a next outside the dashboard goes home")
+	require.Contains(t, s.page("/"), "Overview")
+}
+
+// TestBasicAuth checks that every path, the assets included, asks for the user and password.
+func TestBasicAuth(t *testing.T) {
+	s := newSite(t, "list", func(o *web.Options) { o.BasicUser, o.BasicPassword = "ops", "pw" })
+	for _, path := range []string{"/", "/static/app.css", "/api/overview"} {
+		code, _ := s.get(path)
+		require.Equal(t, http.StatusUnauthorized, code, path)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.srv.URL+"/", nil)
+	req.SetBasicAuth("ops", "pw")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+}

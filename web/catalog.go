@@ -1,0 +1,138 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// catalog keeps the topics and groups of every backend, found by Admin.ListTopics (a SCAN of
+// the keyspace). A page load reads it and never scans: a discovery runs in the background
+// when the last one is older than Options.DiscoverEvery, and only the very first page load
+// waits for one.
+type catalog struct {
+	h *Handler
+
+	mu         sync.Mutex
+	rows       []row
+	at         time.Time // when the rows were discovered; zero before the first discovery
+	err        error     // the last discovery's error
+	running    bool
+	first      chan struct{} // closed when the first discovery ends
+	firstEnded bool
+}
+
+// row is one line of the overview: a group of a topic, or a topic's backlog when the topic
+// has no group yet (Group "").
+type row struct {
+	Backend string
+	Topic   string
+	Group   string
+	Backlog int64
+}
+
+func newCatalog(h *Handler) *catalog { return &catalog{h: h, first: make(chan struct{})} }
+
+// get returns the rows, starting a discovery when they are older than Options.DiscoverEvery
+// (or than rescanMin, when rescan is asked), and waiting only for the first one.
+func (c *catalog) get(ctx context.Context, rescan bool) ([]row, time.Time, error) {
+	c.mu.Lock()
+	age := time.Since(c.at)
+	if !c.running && (c.at.IsZero() || age >= c.h.opts.DiscoverEvery || rescan && age >= rescanMin) {
+		c.start()
+	}
+	first := c.first
+	c.mu.Unlock()
+	select {
+	case <-first:
+	case <-ctx.Done():
+		return nil, time.Time{}, ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rows, c.at, c.err
+}
+
+// stale makes the next get discover again: after a delete, or when a page met a group that
+// is gone.
+func (c *catalog) stale() {
+	c.mu.Lock()
+	if !c.at.IsZero() {
+		c.at = time.Time{}.Add(1) // not zero: later gets do not wait for it
+	}
+	c.mu.Unlock()
+}
+
+// start runs a discovery in the background; c.mu is held.
+func (c *catalog) start() {
+	if c.h.ctx.Err() != nil { // closed
+		if !c.firstEnded {
+			c.firstEnded = true
+			c.err = c.h.ctx.Err()
+			close(c.first)
+		}
+		return
+	}
+	c.running = true
+	c.h.wg.Add(1)
+	go func() {
+		defer c.h.wg.Done()
+		ctx, cancel := context.WithTimeout(c.h.ctx, time.Minute)
+		rows, err := c.discover(ctx)
+		cancel()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.running = false
+		c.err = err
+		if err == nil || c.at.IsZero() {
+			c.rows, c.at = rows, time.Now()
+		}
+		if err != nil {
+			c.h.log.Error("relq web: topic discovery failed", "error", err)
+		}
+		if !c.firstEnded {
+			c.firstEnded = true
+			close(c.first)
+		}
+	}()
+}
+
+// discover lists every topic and group of every backend, sorted by topic, then backend,
+// then group.
+func (c *catalog) discover(ctx context.Context) ([]row, error) {
+	var rows []row
+	for _, b := range c.h.opts.Backends {
+		topics, err := b.Admin.ListTopics(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s backend: list topics: %w", b.Name, err)
+		}
+		for _, t := range topics {
+			rows = append(rows, topicRows(b.Name, t)...)
+		}
+	}
+	order := map[string]int{}
+	for i, b := range c.h.opts.Backends {
+		order[b.Name] = i
+	}
+	slices.SortStableFunc(rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(order[a.Backend], order[b.Backend]), cmp.Compare(a.Group, b.Group))
+	})
+	return rows, nil
+}
+
+// topicRows are the overview rows of one topic: one per group, or one for its backlog.
+func topicRows(backend string, t pubsub.TopicInfo) []row {
+	if len(t.Groups) == 0 {
+		return []row{{Backend: backend, Topic: t.Name, Backlog: t.Backlog}}
+	}
+	rows := make([]row, 0, len(t.Groups))
+	for _, g := range t.Groups {
+		rows = append(rows, row{Backend: backend, Topic: t.Name, Group: g, Backlog: t.Backlog})
+	}
+	return rows
+}

@@ -1,0 +1,107 @@
+package web
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// groupView is the group page.
+type groupView struct {
+	Backend, Topic, Group string
+	Stats                 pubsub.Stats
+	State                 pubsub.MessageState
+	States                []pubsub.MessageState
+	Messages              []messageRow
+	Cursor, Next          string
+	// Consumers hold the first page of pending messages (HeldOf says how many were looked at).
+	Consumers []consumer
+	HeldOf    int
+	MorePending bool
+}
+
+// consumer is one consumer of a group and what it holds.
+type consumer struct {
+	Name string
+	Held int
+	// LeaseLeft is the shortest lease left of what it holds (negative: expired, waiting
+	// for a reclaim).
+	LeaseLeft time.Duration
+	Oldest    time.Time
+}
+
+// messageRow is a message in a listing.
+type messageRow struct {
+	pubsub.MessageInfo
+	Preview string
+}
+
+func (h *Handler) group(w http.ResponseWriter, r *http.Request) (out, error) {
+	b, a, err := h.admin(r)
+	if err != nil {
+		return out{}, err
+	}
+	v := &groupView{Backend: b, Topic: r.FormValue("t"), Group: r.FormValue("g"), States: pubsub.States,
+		State: pubsub.StateReady, Cursor: r.FormValue("cursor")}
+	if s := r.FormValue("state"); s != "" {
+		if v.State, err = pubsub.ParseState(s); err != nil {
+			return out{}, &httpError{code: http.StatusBadRequest, msg: err.Error()}
+		}
+	}
+	ctx := r.Context()
+	page, err := a.Messages(ctx, &pubsub.MessagesParams{Topic: v.Topic, Group: v.Group, State: v.State, Cursor: v.Cursor, Count: h.opts.PageSize})
+	if err != nil {
+		return out{}, err
+	}
+	v.Next = page.Next
+	for _, m := range page.Messages {
+		v.Messages = append(v.Messages, messageRow{MessageInfo: m, Preview: preview(m)})
+	}
+	if v.Stats, err = a.Stats(ctx, &pubsub.StatsParams{Topic: v.Topic, Group: v.Group}); err != nil {
+		return out{}, err
+	}
+	pending := page
+	if v.State != pubsub.StatePending || v.Cursor != "" {
+		if pending, err = a.Messages(ctx, &pubsub.MessagesParams{Topic: v.Topic, Group: v.Group, State: pubsub.StatePending, Count: h.opts.PageSize}); err != nil {
+			return out{}, err
+		}
+	}
+	v.Consumers, v.HeldOf, v.MorePending = consumers(pending.Messages), len(pending.Messages), pending.Next != ""
+	return out{page: "group", title: v.Topic + " / " + v.Group, crumbs: topicCrumbs(b, v.Topic), data: v}, nil
+}
+
+// consumers groups pending messages by their holder, sorted by name.
+func consumers(pending []pubsub.MessageInfo) []consumer {
+	by := map[string]*consumer{}
+	var out []consumer
+	for _, m := range pending {
+		c, ok := by[m.Consumer]
+		if !ok {
+			c = &consumer{Name: m.Consumer, LeaseLeft: m.LeaseLeft, Oldest: m.Since}
+			by[m.Consumer] = c
+		}
+		c.Held++
+		c.LeaseLeft = min(c.LeaseLeft, m.LeaseLeft)
+		if !m.Since.IsZero() && m.Since.Before(c.Oldest) {
+			c.Oldest = m.Since
+		}
+	}
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b consumer) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// topicCrumbs are the breadcrumbs of a page under a topic.
+func topicCrumbs(backend, topic string) []crumb {
+	return []crumb{{Href: link("topic", "b", backend, "t", topic), Text: topic + " (" + backend + ")"}}
+}
+
+// groupCrumbs are the breadcrumbs of a page under a group.
+func groupCrumbs(backend, topic, group string) []crumb {
+	return append(topicCrumbs(backend, topic), crumb{Href: link("group", "b", backend, "t", topic, "g", group), Text: group})
+}

@@ -1,0 +1,48 @@
+package web
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/relq/relq/internal/payload"
+	"github.com/relq/relq/pubsub"
+)
+
+// messageView is the message page.
+type messageView struct {
+	Backend string
+	pubsub.MessageInfo
+	Kind     payload.Kind
+	Body     string
+	AsHex    bool
+	Metadata []kv
+	Size     int
+}
+
+type kv struct{ Key, Value string }
+
+func (h *Handler) message(w http.ResponseWriter, r *http.Request) (out, error) {
+	b, a, err := h.admin(r)
+	if err != nil {
+		return out{}, err
+	}
+	m, err := a.Message(r.Context(), &pubsub.MessageParams{Topic: r.FormValue("t"), Group: r.FormValue("g"), ID: r.FormValue("id")})
+	if err != nil {
+		return out{}, err
+	}
+	v := &messageView{Backend: b, MessageInfo: m, AsHex: r.FormValue("as") == "hex"}
+	p := m.Envelope.Payload
+	if m.Err != nil {
+		p = m.Raw
+	}
+	v.Size = len(p)
+	v.Kind, v.Body = payload.Format(p)
+	if v.AsHex && v.Kind != payload.Binary && len(p) > 0 {
+		v.Kind, v.Body = payload.Binary, payload.HexDump(p)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Envelope.Metadata)) {
+		v.Metadata = append(v.Metadata, kv{k, m.Envelope.Metadata[k]})
+	}
+	return out{page: "message", title: "Message " + m.ID, crumbs: groupCrumbs(b, m.Topic, m.Group), data: v}, nil
+}

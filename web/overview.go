@@ -1,0 +1,134 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// overviewView is the overview page: one page of topic × group rows.
+type overviewView struct {
+	Rows       []statsRow
+	Query      string
+	Page       int
+	Pages      int
+	Total      int
+	Discovered time.Time
+	DiscoverIn time.Duration
+	Err        string
+	PageSize   int
+}
+
+// statsRow is one row of the overview with the group's stats (Stats is zero for a backlog
+// row, a topic with no group).
+type statsRow struct {
+	row
+	Stats pubsub.Stats
+	// Stuck: the oldest pending message has been held longer than Options.StuckAfter.
+	Stuck bool
+	// Gone: the group was deleted since the topics were discovered.
+	Gone bool
+}
+
+// Key names the row in the page and in the JSON the page polls.
+func (r statsRow) Key() string { return r.Backend + "/" + r.Topic + "/" + r.Group }
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request) (out, error) {
+	v, err := h.overviewRows(r)
+	if err != nil {
+		return out{}, err
+	}
+	return out{page: "overview", title: "Overview", data: v}, nil
+}
+
+// overviewRows reads one page of rows: the catalog (no Redis), then one Stats per group row.
+func (h *Handler) overviewRows(r *http.Request) (*overviewView, error) {
+	all, at, err := h.catalog.get(r.Context(), r.FormValue("rescan") != "")
+	if err != nil && at.IsZero() {
+		return nil, err
+	}
+	v := &overviewView{Query: r.FormValue("q"), Discovered: at, PageSize: h.opts.PageSize,
+		DiscoverIn: max(0, time.Until(at.Add(h.opts.DiscoverEvery)))}
+	if err != nil {
+		v.Err = "topic discovery failed, showing the topics found before: " + err.Error()
+	}
+	rows := all
+	if v.Query != "" {
+		rows = nil
+		for _, row := range all {
+			if strings.Contains(row.Topic, v.Query) || strings.Contains(row.Group, v.Query) {
+				rows = append(rows, row)
+			}
+		}
+	}
+	v.Total = len(rows)
+	v.Pages = max(1, (len(rows)+h.opts.PageSize-1)/h.opts.PageSize)
+	v.Page, _ = strconv.Atoi(r.FormValue("page"))
+	v.Page = min(max(v.Page, 1), v.Pages)
+	rows = rows[min((v.Page-1)*h.opts.PageSize, len(rows)):min(v.Page*h.opts.PageSize, len(rows))]
+	for _, row := range rows {
+		sr := statsRow{row: row}
+		if row.Group != "" {
+			st, err := h.backends[row.Backend].Stats(r.Context(), &pubsub.StatsParams{Topic: row.Topic, Group: row.Group})
+			switch {
+			case errors.Is(err, pubsub.ErrGroupNotFound), errors.Is(err, pubsub.ErrTopicNotFound):
+				sr.Gone = true
+				h.catalog.stale()
+			case err != nil:
+				return nil, err
+			}
+			sr.Stats = st
+			sr.Stuck = st.OldestPendingAge > h.opts.StuckAfter
+		}
+		v.Rows = append(v.Rows, sr)
+	}
+	return v, nil
+}
+
+// jsonRow is a statsRow as the overview's script reads it: counts, ages in ms, counters.
+type jsonRow struct {
+	Key           string `json:"key"`
+	Ready         int64  `json:"ready"`
+	Delayed       int64  `json:"delayed"`
+	Pending       int64  `json:"pending"`
+	Dead          int64  `json:"dead"`
+	Backlog       int64  `json:"backlog"`
+	OldestReady   int64  `json:"oldestReadyMs"`
+	OldestPending int64  `json:"oldestPendingMs"`
+	Paused        bool   `json:"paused"`
+	Stuck         bool   `json:"stuck"`
+	Gone          bool   `json:"gone"`
+	Published     int64  `json:"published"`
+	Acked         int64  `json:"acked"`
+	Nacked        int64  `json:"nacked"`
+	DeadLettered  int64  `json:"deadLettered"`
+}
+
+// overviewJSON answers the overview's script, about once a second: the same rows as the
+// page with the same query, read again.
+func (h *Handler) overviewJSON(w http.ResponseWriter, r *http.Request) {
+	v, err := h.overviewRows(r)
+	w.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		http.Error(w, err.Error(), statusOf(err))
+		return
+	}
+	res := struct {
+		At   int64     `json:"at"` // ms since the epoch, this process's clock
+		Rows []jsonRow `json:"rows"`
+	}{At: time.Now().UnixMilli(), Rows: make([]jsonRow, 0, len(v.Rows))}
+	for _, sr := range v.Rows {
+		s, c := sr.Stats, sr.Stats.Counters
+		res.Rows = append(res.Rows, jsonRow{Key: sr.Key(), Ready: s.Ready, Delayed: s.Delayed, Pending: s.Pending,
+			Dead: s.Dead, Backlog: sr.Backlog, OldestReady: s.OldestReadyAge.Milliseconds(),
+			OldestPending: s.OldestPendingAge.Milliseconds(), Paused: s.Paused, Stuck: sr.Stuck, Gone: sr.Gone,
+			Published: c.Published, Acked: c.Acked, Nacked: c.Nacked, DeadLettered: c.DeadLettered})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(res)
+}

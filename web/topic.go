@@ -1,0 +1,42 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/relq/relq/pubsub"
+)
+
+// groupsMax bounds the groups a topic page reads the stats of.
+const groupsMax = 100
+
+// topicView is the topic page.
+type topicView struct {
+	Backend string
+	Info    pubsub.TopicInfo
+	Groups  []pubsub.Stats
+	More    int
+}
+
+func (h *Handler) topic(w http.ResponseWriter, r *http.Request) (out, error) {
+	b, a, err := h.admin(r)
+	if err != nil {
+		return out{}, err
+	}
+	info, err := a.Topic(r.Context(), r.FormValue("t"))
+	if err != nil {
+		return out{}, err
+	}
+	v := &topicView{Backend: b, Info: info}
+	for i, g := range info.Groups {
+		if i == groupsMax {
+			v.More = len(info.Groups) - i
+			break
+		}
+		st, err := a.Stats(r.Context(), &pubsub.StatsParams{Topic: info.Name, Group: g})
+		if err != nil {
+			return out{}, err
+		}
+		v.Groups = append(v.Groups, st)
+	}
+	return out{page: "topic", title: "Topic " + info.Name, crumbs: topicCrumbs(b, info.Name), data: v}, nil
+}
