@@ -18,8 +18,8 @@ type groupView struct {
 	Messages              []messageRow
 	Cursor, Next          string
 	// Consumers hold the first page of pending messages (HeldOf says how many were looked at).
-	Consumers []consumer
-	HeldOf    int
+	Consumers   []consumer
+	HeldOf      int
 	MorePending bool
 }
 

@@ -124,10 +124,10 @@ func link(page string, kv ...string) string {
 }
 
 var funcs = template.FuncMap{
-	"link": link,
-	"num":  num,
-	"dur":  dur,
-	"when": when,
+	"link":  link,
+	"num":   num,
+	"dur":   dur,
+	"when":  when,
 	"ms":    func(d time.Duration) int64 { return d.Milliseconds() },
 	"inc":   func(n int) int { return n + 1 },
 	"dec":   func(n int) int { return n - 1 },
