@@ -23,6 +23,7 @@ type catalog struct {
 	at         time.Time // when the rows were discovered; zero before the first discovery
 	err        error     // the last discovery's error
 	running    bool
+	done       chan struct{} // closed when the running discovery ends
 	first      chan struct{} // closed when the first discovery ends
 	firstEnded bool
 }
@@ -39,17 +40,21 @@ type row struct {
 func newCatalog(h *Handler) *catalog { return &catalog{h: h, first: make(chan struct{})} }
 
 // get returns the rows, starting a discovery when they are older than Options.DiscoverEvery
-// (or than rescanMin, when rescan is asked), and waiting only for the first one.
+// (or than rescanMin, when rescan is asked). It waits for the first discovery, and for the
+// running one when rescan is asked; otherwise the discovery goes on in the background.
 func (c *catalog) get(ctx context.Context, rescan bool) ([]row, time.Time, error) {
 	c.mu.Lock()
 	age := time.Since(c.at)
 	if !c.running && (c.at.IsZero() || age >= c.h.opts.DiscoverEvery || rescan && age >= rescanMin) {
 		c.start()
 	}
-	first := c.first
+	wait := c.first
+	if rescan && c.running {
+		wait = c.done
+	}
 	c.mu.Unlock()
 	select {
-	case <-first:
+	case <-wait:
 	case <-ctx.Done():
 		return nil, time.Time{}, ctx.Err()
 	}
@@ -79,8 +84,11 @@ func (c *catalog) start() {
 		return
 	}
 	c.running = true
+	c.done = make(chan struct{})
+	done := c.done
 	c.h.wg.Add(1)
 	go func() {
+		defer close(done)
 		defer c.h.wg.Done()
 		ctx, cancel := context.WithTimeout(c.h.ctx, time.Minute)
 		rows, err := c.discover(ctx)

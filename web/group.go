@@ -23,6 +23,19 @@ type groupView struct {
 	MorePending bool
 }
 
+// Count is the number of the group's messages in state st.
+func (v *groupView) Count(st pubsub.MessageState) int64 {
+	switch st {
+	case pubsub.StateReady:
+		return v.Stats.Ready
+	case pubsub.StateDelayed:
+		return v.Stats.Delayed
+	case pubsub.StatePending:
+		return v.Stats.Pending
+	}
+	return v.Stats.Dead
+}
+
 // consumer is one consumer of a group and what it holds.
 type consumer struct {
 	Name string

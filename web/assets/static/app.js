@@ -22,8 +22,9 @@
   // line draws one series into an svg of the given size, scaled to top.
   function line(svg, values, top, w, h, cls) {
     if (values.length < 2) return;
+    var step = w / (WINDOW - 2), right = values.length - 1; // the newest at the right edge
     var pts = values.map(function (v, i) {
-      return (i * w / (WINDOW - 1)).toFixed(1) + "," + (h - 1 - (top ? v / top : 0) * (h - 2)).toFixed(1);
+      return (w - (right - i) * step).toFixed(1) + "," + (h - 1 - (top ? v / top : 0) * (h - 2)).toFixed(1);
     });
     var p = document.createElementNS(SVG, "polyline");
     p.setAttribute("points", pts.join(" "));
@@ -96,12 +97,12 @@
         var rs = rates(h), n = rs.pub.length;
         var last = { pub: n ? rs.pub[n - 1] : 0, ack: n ? rs.ack[n - 1] : 0, nack: n ? rs.nack[n - 1] : 0, dead: n ? rs.dead[n - 1] : 0 };
         ["pub", "ack", "nack", "dead"].forEach(function (k) { sum[k] += last[k]; });
-        if (n) {
+        if (n && !tr.hasAttribute("data-backlog")) {
           setText(cell("rPub"), fmtRate(last.pub)); setText(cell("rAck"), fmtRate(last.ack));
           setText(cell("rNack"), fmtRate(last.nack)); setText(cell("rDead"), fmtRate(last.dead));
         }
         var spark = tr.querySelector("svg.spark");
-        if (spark) draw(spark, [{ values: rs.pub, cls: "s-pub" }, { values: rs.ack, cls: "s-ack" }, { values: rs.dead, cls: "s-dead" }], 120, 24);
+        if (spark && !tr.hasAttribute("data-backlog")) draw(spark, [{ values: rs.pub, cls: "s-pub" }, { values: rs.ack, cls: "s-ack" }, { values: rs.dead, cls: "s-dead" }], 120, 24);
         var probs = cell("problems"), list = [];
         if (r.gone) list.push(tag("deleted", ""));
         if (r.stuck) list.push(tag("stuck pending", "bad"));

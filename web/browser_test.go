@@ -1,0 +1,263 @@
+package web_test
+
+// The dashboard in a real browser: Debian's chromium, headless, driven by chromedp, against
+// the real `relq web` command and a private redis-server. Each step is what an operator does.
+// With RELQ_WEB_SCREENSHOTS=<dir> (make web-screenshots) the screenshots go there: the
+// pictures of docs/web.md come from this test.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/browsertest"
+	"github.com/relq/relq/internal/cli"
+	"github.com/relq/relq/internal/keys"
+	"github.com/relq/relq/pubsub"
+)
+
+// serveWeb runs `relq web` in this process with args until the test ends and returns its URL.
+func serveWeb(t *testing.T, url string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		code := cli.Main(ctx, append([]string{"web", "--redis-url", url, "--addr", "127.0.0.1:0"}, args...),
+			cli.Env{Out: w, Err: w, Getenv: func(string) string { return "" }})
+		_ = w.Close()
+		done <- code
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.Equal(t, 0, <-done, "relq web exit code")
+	})
+	lines := bufio.NewScanner(r)
+	addr := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+/)`)
+	for lines.Scan() {
+		if m := addr.FindStringSubmatch(lines.Text()); m != nil {
+			go func() { _, _ = io.Copy(io.Discard, r) }() // the log of the rest of the run
+			return m[1]
+		}
+		t.Log("relq web: " + lines.Text())
+	}
+	t.Fatal("relq web ended before it served")
+	return ""
+}
+
+// shots is where screenshots go: RELQ_WEB_SCREENSHOTS, else the test's temporary directory.
+func shots(t *testing.T) string {
+	if dir := os.Getenv("RELQ_WEB_SCREENSHOTS"); dir != "" {
+		return dir
+	}
+	return t.TempDir()
+}
+
+// received collects what a Watermill subscriber handled.
+type received struct {
+	mu    sync.Mutex
+	uuids []string
+}
+
+func (r *received) has(uuid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, u := range r.uuids {
+		if u == uuid {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *received) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.uuids)
+}
+
+// subscribe runs a Watermill subscriber of group on topic that acks everything, until stop.
+func subscribe(t *testing.T, b pubsub.Backend, topic, group string) (got *received, stop func()) {
+	sub, err := pubsub.NewSubscriber(b, pubsub.SubscriberConfig{Group: group, Block: 200 * time.Millisecond}, watermill.NopLogger{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	msgs, err := sub.Subscribe(ctx, topic)
+	require.NoError(t, err)
+	got = &received{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := range msgs {
+			got.mu.Lock()
+			got.uuids = append(got.uuids, m.UUID)
+			got.mu.Unlock()
+			m.Ack()
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, sub.Close())
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return got, stop
+}
+
+func TestDashboardInABrowser(t *testing.T) {
+	c, prefix := adaptertest.Server(t)
+	redisURL := "redis://" + c.Options().Addr
+	b := backendOf(t, c, "list", prefix)
+	env := adaptertest.NewEnv(t, c, prefix, b)
+	dir := shots(t)
+	shot := func(ctx context.Context, name string) { browsertest.Screenshot(t, ctx, filepath.Join(dir, name)) }
+
+	// Five orders for billing; the fifth is nacked until it is dead.
+	env.EnsureGroup("orders", "billing")
+	env.EnsureGroup("orders", "shipping")
+	env.EnsureGroup("emails", "sender")
+	var uuids []string
+	for i := 1; i <= 5; i++ {
+		msg := pubsub.OutMessage{Envelope: pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte(fmt.Sprintf(`{"order":%d,"sku":"A-%d","qty":%d}`, i, 100+i, i)),
+			Metadata: map[string]string{"source": "shop", "trace_id": fmt.Sprintf("t-%d", i)}}}
+		_, err := b.Publish(ctxT(t), &pubsub.PublishParams{Topic: "orders", Messages: []pubsub.OutMessage{msg}})
+		require.NoError(t, err)
+		uuids = append(uuids, msg.Envelope.UUID)
+	}
+	env.PublishDelayed("emails", time.Hour, "Hello Ana,\nyour order has shipped.")
+	var deadID string
+	for _, d := range env.Claim("orders", "billing", "worker-1", 5) {
+		if d.Envelope.UUID == uuids[4] {
+			deadID = d.ID
+			env.Nack("orders", "billing", "worker-1", 1, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "payment provider said: card declined"})
+		} else {
+			env.Nack("orders", "billing", "worker-1", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
+		}
+	}
+	require.NotEmpty(t, deadID)
+
+	base := serveWeb(t, redisURL, "--prefix", prefix, "--backend", "list")
+	ctx := browsertest.New(t)
+	row := `tr[data-key="list/orders/billing"]`
+
+	// The overview counts what is in Redis, and its script keeps them live.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base), chromedp.WaitVisible(row)))
+	require.Equal(t, "4", browsertest.Text(t, ctx, row+` td[data-f="ready"]`))
+	require.Equal(t, "1", browsertest.Text(t, ctx, row+` td[data-f="dead"]`))
+	require.NoError(t, chromedp.Run(ctx, chromedp.WaitVisible(`#live.on`)))
+	env.Publish("orders", "one more")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Poll(`document.querySelector('`+row+` td[data-f="ready"]').textContent === "5"`, nil, chromedp.WithPollingTimeout(10*time.Second))),
+		"the overview updates without a reload")
+
+	// The dead letter: its page, then requeued from the message page.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+` td[data-f="dead"] a`), chromedp.WaitVisible(`#letters`)))
+	require.Contains(t, browsertest.Text(t, ctx, `#reasons`), "card declined")
+	shot(ctx, "dead-letters.png")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#letters a`), chromedp.WaitVisible(`#payload`)))
+	require.Equal(t, "dead", browsertest.Text(t, ctx, `#state`))
+	require.Contains(t, browsertest.Text(t, ctx, `#payload`), `"order": 5`)
+	require.Contains(t, browsertest.Text(t, ctx, `#payload-kind`), "JSON")
+	shot(ctx, "message.png")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#requeue`), chromedp.WaitVisible(`#flash`)))
+	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Requeued 1 dead letter")
+	require.Equal(t, "ready", browsertest.Text(t, ctx, `#state`))
+
+	got, stop := subscribe(t, b, "orders", "billing")
+	require.Eventually(t, func() bool { return got.has(uuids[4]) && got.count() >= 6 }, 10*time.Second, 20*time.Millisecond,
+		"a subscriber receives the requeued dead letter")
+
+	// Live rates while messages flow.
+	flow, endFlow := context.WithCancel(context.Background())
+	flowed := make(chan struct{})
+	go func() {
+		defer close(flowed)
+		for i := 0; flow.Err() == nil; i++ {
+			_, _ = b.Publish(flow, &pubsub.PublishParams{Topic: "orders", Messages: []pubsub.OutMessage{{Envelope: adaptertest.Envelope(fmt.Sprintf(`{"order":%d}`, 1000+i))}}})
+			time.Sleep(40 * time.Millisecond)
+		}
+	}()
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base), chromedp.WaitVisible(row),
+		chromedp.Poll(`parseFloat(document.querySelector('`+row+` td[data-f="rAck"]').textContent) > 0`, nil, chromedp.WithPollingTimeout(15*time.Second))),
+		"the overview shows a rate of acks")
+	time.Sleep(3 * time.Second) // a few seconds of chart for the screenshot
+	shot(ctx, "overview.png")
+	browsertest.Phone(t, ctx)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Reload(), chromedp.WaitVisible(row)))
+	shot(ctx, "overview-phone.png")
+	require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)))
+	endFlow()
+	<-flowed
+
+	// Pause: claims stop while publishes are still stored; resume: they flow again.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"group?b=list&t=orders&g=billing"), chromedp.WaitVisible(`#pause`)))
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#pause`), chromedp.WaitVisible(`#paused`)))
+	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Paused orders / billing")
+	claimed := env.Stats("orders", "billing").Counters.Claimed
+	before := got.count()
+	env.Publish("orders", "while paused")
+	time.Sleep(time.Second) // five of the subscriber's claims (Block 200ms): none may deliver
+	require.Equal(t, before, got.count(), "a paused group delivers nothing")
+	st := env.Stats("orders", "billing")
+	require.Equal(t, claimed, st.Counters.Claimed, "a paused group's claims take nothing")
+	require.EqualValues(t, 1, st.Ready, "the publish is stored")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Reload(), chromedp.WaitVisible(`#resume`)))
+	shot(ctx, "group.png")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#resume`), chromedp.WaitVisible(`#pause`)))
+	require.Eventually(t, func() bool { return got.count() == before+1 }, 10*time.Second, 20*time.Millisecond, "resumed: the message is delivered")
+	stop()
+
+	// Delete the topic: a confirmation first, then every key of it is gone.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"topic?b=list&t=orders"), chromedp.Click(`#delete-topic`), chromedp.WaitVisible(`#confirm`)))
+	require.Contains(t, browsertest.Text(t, ctx, `#question`), "Delete topic orders")
+	require.NotEmpty(t, env.Keys("orders"), "nothing is deleted before the confirmation")
+	shot(ctx, "confirm.png")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#confirm`), chromedp.WaitVisible(`#flash`)))
+	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Deleted topic orders")
+	keysLeft, err := c.Keys(ctxT(t), keys.Tag(prefix, "orders")+"*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keysLeft, "the topic's keys are gone")
+	var rows int
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('tr[data-key^="list/orders/"]').length`, &rows)))
+	require.Zero(t, rows, "the overview no longer lists the topic")
+
+	// Keyboard: the first Tab reaches the skip link, and a focused link opens with Enter.
+	var focused string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base), chromedp.WaitVisible(`tr[data-key="list/emails/sender"]`),
+		chromedp.KeyEvent("\t"), chromedp.Evaluate(`document.activeElement.textContent`, &focused)))
+	require.Equal(t, "Skip to content", focused)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Focus(`tr[data-key="list/emails/sender"] td:nth-child(2) a`), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(`#messages, .empty`)))
+	var loc string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Location(&loc)))
+	require.Contains(t, loc, "/group?")
+
+	// Read-only: no action is offered, and one forced through is refused.
+	ro := serveWeb(t, redisURL, "--prefix", prefix, "--backend", "list", "--read-only")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(ro+"group?b=list&t=emails&g=sender"), chromedp.WaitVisible(`#read-only`)))
+	var forms int
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('form[method="post"]').length`, &forms)))
+	require.Zero(t, forms)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`(() => {
+		const f = document.createElement("form"); f.method = "post"; f.action = "pause";
+		for (const [k, v] of [["b", "list"], ["t", "emails"], ["g", "sender"]]) {
+			const i = document.createElement("input"); i.type = "hidden"; i.name = k; i.value = v; f.appendChild(i);
+		}
+		document.body.appendChild(f); f.submit(); return true })()`, nil), chromedp.WaitVisible(`#error`)))
+	require.Contains(t, browsertest.Text(t, ctx, `#error`), "read-only")
+	require.False(t, env.Stats("emails", "sender").Paused, "the refused action changed nothing")
+	shot(ctx, "read-only.png")
+}
