@@ -1,9 +1,9 @@
 # relq: `make test` is what CI runs (.ci/run).
 GO ?= go
 
-.PHONY: test test-faults test-soak vet redis-server fuzz demo
+.PHONY: test test-faults test-soak vet redis-server chromium fuzz demo
 
-test: redis-server
+test: redis-server chromium
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 25m ./...
 
@@ -33,6 +33,15 @@ redis-server:
 		echo "redis-server not found: installing it with apt-get"; \
 		if [ "$$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; \
+	fi
+
+# The browser tests (internal/browsertest) drive a headless /usr/bin/chromium; install it from
+# Debian packages when it is missing, with sudo only when not root.
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then \
+		echo "chromium not found: installing it with apt-get"; \
+		if [ "$$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	fi
 
 vet:
