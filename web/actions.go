@@ -21,8 +21,8 @@ type action struct {
 	confirm func(ctx context.Context, f *form) (*confirmView, error)
 	// run performs it and says what it did and which page to show next (a dashboard path).
 	run func(ctx context.Context, f *form) (done, next string, err error)
-	// changesTopics: the overview's topics are discovered again after it.
-	changesTopics bool
+	// deletes names what the overview must no longer list after it: "group" or "topic".
+	deletes string
 }
 
 // form is an action's target, read from the POST.
@@ -80,7 +80,7 @@ var actions = map[string]action{
 		},
 	},
 	"delete-group": {
-		changesTopics: true,
+		deletes: "group",
 		confirm: func(ctx context.Context, f *form) (*confirmView, error) {
 			st, err := f.a.Stats(ctx, &pubsub.StatsParams{Topic: f.topic, Group: f.group})
 			if err != nil {
@@ -97,7 +97,7 @@ var actions = map[string]action{
 		},
 	},
 	"delete-topic": {
-		changesTopics: true,
+		deletes: "topic",
 		confirm: func(ctx context.Context, f *form) (*confirmView, error) {
 			info, err := f.a.Topic(ctx, f.topic)
 			if err != nil {
@@ -248,8 +248,11 @@ func (h *Handler) act(a action) http.HandlerFunc {
 			}
 		}
 		done, next, err := a.run(r.Context(), f)
-		if a.changesTopics {
-			h.catalog.stale()
+		switch a.deletes {
+		case "group":
+			h.catalog.forget(f.backend, f.topic, f.group)
+		case "topic":
+			h.catalog.forget(f.backend, f.topic, "")
 		}
 		if err != nil {
 			if statusOf(err) >= 500 {

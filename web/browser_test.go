@@ -150,29 +150,31 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	require.NotEmpty(t, deadID)
 
-	base := serveWeb(t, redisURL, "--prefix", prefix, "--backend", "list")
+	env.Publish("emails", "slow")
+	env.ClaimLease("emails", "sender", "worker-slow", 1, time.Hour)
+	base := serveWeb(t, redisURL, "--prefix", prefix, "--backend", "list", "--stuck-after", "2s")
 	ctx := browsertest.New(t)
 	row := `tr[data-key="list/orders/billing"]`
 
 	// The overview counts what is in Redis, and its script keeps them live.
-	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base), chromedp.WaitVisible(row)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(row))))
 	require.Equal(t, "4", browsertest.Text(t, ctx, row+` td[data-f="ready"]`))
 	require.Equal(t, "1", browsertest.Text(t, ctx, row+` td[data-f="dead"]`))
-	require.NoError(t, chromedp.Run(ctx, chromedp.WaitVisible(`#live.on`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#live.on`))))
 	env.Publish("orders", "one more")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Poll(`document.querySelector('`+row+` td[data-f="ready"]').textContent === "5"`, nil, chromedp.WithPollingTimeout(10*time.Second))),
+	require.NoError(t, chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.querySelector('`+row+` td[data-f="ready"]').textContent === "5"`, chromedp.WithPollingTimeout(10*time.Second))),
 		"the overview updates without a reload")
 
 	// The dead letter: its page, then requeued from the message page.
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click(row+` td[data-f="dead"] a`), chromedp.WaitVisible(`#letters`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row+` td[data-f="dead"] a`)), chromedp.WaitVisible(chromedp.CSS(`#letters`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#reasons`), "card declined")
 	shot(ctx, "dead-letters.png")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#letters a`), chromedp.WaitVisible(`#payload`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#letters a`)), chromedp.WaitVisible(chromedp.CSS(`#payload`))))
 	require.Equal(t, "dead", browsertest.Text(t, ctx, `#state`))
 	require.Contains(t, browsertest.Text(t, ctx, `#payload`), `"order": 5`)
 	require.Contains(t, browsertest.Text(t, ctx, `#payload-kind`), "JSON")
 	shot(ctx, "message.png")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#requeue`), chromedp.WaitVisible(`#flash`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#requeue`)), chromedp.WaitVisible(chromedp.CSS(`#flash`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Requeued 1 dead letter")
 	require.Equal(t, "ready", browsertest.Text(t, ctx, `#state`))
 
@@ -190,21 +192,34 @@ func TestDashboardInABrowser(t *testing.T) {
 			time.Sleep(40 * time.Millisecond)
 		}
 	}()
-	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base), chromedp.WaitVisible(row),
-		chromedp.Poll(`parseFloat(document.querySelector('`+row+` td[data-f="rAck"]').textContent) > 0`, nil, chromedp.WithPollingTimeout(15*time.Second))),
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.Poll[chromedp.Void](`parseFloat(document.querySelector('`+row+` td[data-f="rAck"]').textContent) > 0`, chromedp.WithPollingTimeout(15*time.Second))),
 		"the overview shows a rate of acks")
-	time.Sleep(3 * time.Second) // a few seconds of chart for the screenshot
+
+	// Problems stand out: shipping's ready count grows (nobody consumes it) and a letter dies
+	// while the page is open; a sender holds a message past --stuck-after.
+	ds := env.Claim("orders", "shipping", "worker-2", 1)
+	env.Nack("orders", "shipping", "worker-2", 1, pubsub.NackItem{ID: ds[0].ID, Attempt: ds[0].Attempt, Reason: "no address"})
+	problems := func(key string) string {
+		return `document.querySelector('tr[data-key="list/` + key + `"] td.problems').textContent`
+	}
+	for key, want := range map[string]string{"orders/shipping": "backlog growing", "emails/sender": "stuck pending"} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.Poll[chromedp.Void](problems(key)+`.includes("`+want+`")`, chromedp.WithPollingTimeout(30*time.Second))), key)
+	}
+	shipping := browsertest.Text(t, ctx, `tr[data-key="list/orders/shipping"] td.problems`)
+	require.Contains(t, shipping, "new dead letters")
+	require.NotContains(t, browsertest.Text(t, ctx, row+` td.problems`), "backlog", "billing keeps up")
 	shot(ctx, "overview.png")
 	browsertest.Phone(t, ctx)
-	require.NoError(t, chromedp.Run(ctx, chromedp.Reload(), chromedp.WaitVisible(row)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(row))))
 	shot(ctx, "overview-phone.png")
-	require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)))
 	endFlow()
 	<-flowed
 
 	// Pause: claims stop while publishes are still stored; resume: they flow again.
-	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"group?b=list&t=orders&g=billing"), chromedp.WaitVisible(`#pause`)))
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#pause`), chromedp.WaitVisible(`#paused`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"group?b=list&t=orders&g=billing"), chromedp.WaitVisible(chromedp.CSS(`#pause`))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`#paused`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Paused orders / billing")
 	claimed := env.Stats("orders", "billing").Counters.Claimed
 	before := got.count()
@@ -214,49 +229,50 @@ func TestDashboardInABrowser(t *testing.T) {
 	st := env.Stats("orders", "billing")
 	require.Equal(t, claimed, st.Counters.Claimed, "a paused group's claims take nothing")
 	require.EqualValues(t, 1, st.Ready, "the publish is stored")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Reload(), chromedp.WaitVisible(`#resume`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#resume`))))
 	shot(ctx, "group.png")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#resume`), chromedp.WaitVisible(`#pause`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#resume`)), chromedp.WaitVisible(chromedp.CSS(`#pause`))))
 	require.Eventually(t, func() bool { return got.count() == before+1 }, 10*time.Second, 20*time.Millisecond, "resumed: the message is delivered")
 	stop()
 
 	// Delete the topic: a confirmation first, then every key of it is gone.
-	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"topic?b=list&t=orders"), chromedp.Click(`#delete-topic`), chromedp.WaitVisible(`#confirm`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"topic?b=list&t=orders"), chromedp.Click(chromedp.CSS(`#delete-topic`)), chromedp.WaitVisible(chromedp.CSS(`#confirm`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#question`), "Delete topic orders")
 	require.NotEmpty(t, env.Keys("orders"), "nothing is deleted before the confirmation")
 	shot(ctx, "confirm.png")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click(`#confirm`), chromedp.WaitVisible(`#flash`)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#confirm`)), chromedp.WaitVisible(chromedp.CSS(`#flash`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Deleted topic orders")
 	keysLeft, err := c.Keys(ctxT(t), keys.Tag(prefix, "orders")+"*").Result()
 	require.NoError(t, err)
 	require.Empty(t, keysLeft, "the topic's keys are gone")
-	var rows int
-	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('tr[data-key^="list/orders/"]').length`, &rows)))
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-key^="list/orders/"]').length`))
+	require.NoError(t, err)
 	require.Zero(t, rows, "the overview no longer lists the topic")
 
 	// Keyboard: the first Tab reaches the skip link, and a focused link opens with Enter.
-	var focused string
-	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base), chromedp.WaitVisible(`tr[data-key="list/emails/sender"]`),
-		chromedp.KeyEvent("\t"), chromedp.Evaluate(`document.activeElement.textContent`, &focused)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`tr[data-key="list/emails/sender"]`)),
+		chromedp.KeyEvent("\t")))
+	focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.textContent`))
+	require.NoError(t, err)
 	require.Equal(t, "Skip to content", focused)
-	require.NoError(t, chromedp.Run(ctx, chromedp.Focus(`tr[data-key="list/emails/sender"] td:nth-child(2) a`), chromedp.KeyEvent("\r"),
-		chromedp.WaitVisible(`#messages, .empty`)))
-	var loc string
-	require.NoError(t, chromedp.Run(ctx, chromedp.Location(&loc)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(`tr[data-key="list/emails/sender"] td:nth-child(2) a`)), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`.tabs`))))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
 	require.Contains(t, loc, "/group?")
 
 	// Read-only: no action is offered, and one forced through is refused.
 	ro := serveWeb(t, redisURL, "--prefix", prefix, "--backend", "list", "--read-only")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(ro+"group?b=list&t=emails&g=sender"), chromedp.WaitVisible(`#read-only`)))
-	var forms int
-	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('form[method="post"]').length`, &forms)))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ro+"group?b=list&t=emails&g=sender"), chromedp.WaitVisible(chromedp.CSS(`#read-only`))))
+	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[method="post"]').length`))
+	require.NoError(t, err)
 	require.Zero(t, forms)
-	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`(() => {
+	require.NoError(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => {
 		const f = document.createElement("form"); f.method = "post"; f.action = "pause";
 		for (const [k, v] of [["b", "list"], ["t", "emails"], ["g", "sender"]]) {
 			const i = document.createElement("input"); i.type = "hidden"; i.name = k; i.value = v; f.appendChild(i);
 		}
-		document.body.appendChild(f); f.submit(); return true })()`, nil), chromedp.WaitVisible(`#error`)))
+		document.body.appendChild(f); f.submit(); return true })()`), chromedp.WaitVisible(chromedp.CSS(`#error`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#error`), "read-only")
 	require.False(t, env.Stats("emails", "sender").Paused, "the refused action changed nothing")
 	shot(ctx, "read-only.png")

@@ -73,6 +73,21 @@ func (c *catalog) stale() {
 	c.mu.Unlock()
 }
 
+// forget drops the rows of a deleted topic (group "") or group at once, so the page after the
+// delete no longer lists them, and makes the next get discover again.
+func (c *catalog) forget(backend, topic, group string) {
+	c.mu.Lock()
+	rows := make([]row, 0, len(c.rows))
+	for _, r := range c.rows {
+		if r.Backend != backend || r.Topic != topic || group != "" && r.Group != group {
+			rows = append(rows, r)
+		}
+	}
+	c.rows = rows
+	c.mu.Unlock()
+	c.stale()
+}
+
 // start runs a discovery in the background; c.mu is held.
 func (c *catalog) start() {
 	if c.h.ctx.Err() != nil { // closed

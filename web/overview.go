@@ -22,6 +22,8 @@ type overviewView struct {
 	DiscoverIn time.Duration
 	Err        string
 	PageSize   int
+	// Multi: the dashboard shows more than one backend, so the rows say which.
+	Multi bool
 }
 
 // statsRow is one row of the overview with the group's stats (Stats is zero for a backlog
@@ -52,7 +54,7 @@ func (h *Handler) overviewRows(r *http.Request) (*overviewView, error) {
 	if err != nil && at.IsZero() {
 		return nil, err
 	}
-	v := &overviewView{Query: r.FormValue("q"), Discovered: at, PageSize: h.opts.PageSize,
+	v := &overviewView{Query: r.FormValue("q"), Discovered: at, PageSize: h.opts.PageSize, Multi: len(h.opts.Backends) > 1,
 		DiscoverIn: max(0, time.Until(at.Add(h.opts.DiscoverEvery)))}
 	if err != nil {
 		v.Err = "topic discovery failed, showing the topics found before: " + err.Error()

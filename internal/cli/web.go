@@ -26,6 +26,7 @@ type webOptions struct {
 	addr     string
 	readOnly bool
 	noAuth   bool
+	stuck    time.Duration
 }
 
 func newWebCommand(env Env) *cobra.Command {
@@ -57,13 +58,14 @@ Redis: --redis-url, else $REDIS_URL, else ` + DefaultRedisURL + `. See relq stat
 	f := cmd.Flags()
 	f.StringVar(&opts.addr, "addr", "127.0.0.1:8080", "host:port to listen on (port 0: any free port)")
 	f.BoolVar(&opts.readOnly, "read-only", false, "show everything, change nothing: every action is refused")
+	f.DurationVar(&opts.stuck, "stuck-after", web.StuckAfterDefault, "flag a group whose oldest pending message has been held longer")
 	f.BoolVar(&opts.noAuth, "no-auth", false, "serve an address other than loopback without "+envWebToken+" or "+envWebBasic)
 	opts.conn.addFlags(cmd)
 	return cmd
 }
 
 func runWeb(cmd *cobra.Command, env Env, opts *webOptions) error {
-	wo := web.Options{ReadOnly: opts.readOnly, Token: env.Getenv(envWebToken),
+	wo := web.Options{ReadOnly: opts.readOnly, Token: env.Getenv(envWebToken), StuckAfter: opts.stuck,
 		Logger: slog.New(slog.NewTextHandler(env.Err, nil))}
 	if basic := env.Getenv(envWebBasic); basic != "" {
 		user, pass, ok := strings.Cut(basic, ":")

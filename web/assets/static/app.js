@@ -4,7 +4,7 @@
 (function () {
   var SVG = "http://www.w3.org/2000/svg";
   var WINDOW = 60;        // samples kept: about a minute at one a second
-  var GROWING = 15;       // samples over which a growing ready count is a problem
+  var GROWING = 10;       // samples over which a growing ready count is a problem
 
   function fmtNum(n) { return Number(n).toLocaleString("en-US"); }
   function fmtRate(r) { return r >= 100 ? Math.round(r).toString() : r >= 10 ? r.toFixed(1) : r.toFixed(2); }
