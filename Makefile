@@ -1,11 +1,16 @@
 # relq: `make test` is what CI runs (.ci/run).
 GO ?= go
 
-.PHONY: test test-faults test-soak vet redis-server chromium fuzz demo
+.PHONY: test test-faults test-soak web-screenshots vet redis-server chromium fuzz demo
 
 test: redis-server chromium
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 25m ./...
+
+# The pictures of docs/web.md: the dashboard's browser test (web/browser_test.go) takes them
+# as it goes; this keeps them in docs/images/web instead of a temporary directory.
+web-screenshots: redis-server chromium
+	RELQ_WEB_SCREENSHOTS=$(CURDIR)/docs/images/web $(GO) test -count=1 -run 'TestDashboardInABrowser$$' ./web/
 
 # The fault scenarios of faults/ at full scale (build tag faults_full): 50,000 messages through
 # SIGKILLed consumer processes, Redis SIGKILLed under load with AOF, 10,000 good messages with

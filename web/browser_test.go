@@ -25,6 +25,7 @@ import (
 	"github.com/relq/relq/internal/browsertest"
 	"github.com/relq/relq/internal/cli"
 	"github.com/relq/relq/internal/keys"
+	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -118,9 +119,17 @@ func subscribe(t *testing.T, b pubsub.Backend, topic, group string) (got *receiv
 	return got, stop
 }
 
+// chartSamples waits until the overview's chart draws n samples, about n seconds.
+func chartSamples(n int) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](fmt.Sprintf(
+		`(document.querySelector("#chart polyline")?.getAttribute("points") || "").split(" ").length >= %d`, n),
+		chromedp.WithPollingTimeout(30*time.Second))
+}
+
 func TestDashboardInABrowser(t *testing.T) {
-	c, prefix := adaptertest.Server(t)
-	redisURL := "redis://" + c.Options().Addr
+	// A private redis-server, so that the pictures show the prefix an application would use.
+	srv := redistest.Start(t, redistest.Options{})
+	c, prefix, redisURL := srv.Client(t), "shop", srv.URL()
 	b := backendOf(t, c, "list", prefix)
 	env := adaptertest.NewEnv(t, c, prefix, b)
 	dir := shots(t)
@@ -209,9 +218,10 @@ func TestDashboardInABrowser(t *testing.T) {
 	shipping := browsertest.Text(t, ctx, `tr[data-key="list/orders/shipping"] td.problems`)
 	require.Contains(t, shipping, "new dead letters")
 	require.NotContains(t, browsertest.Text(t, ctx, row+` td.problems`), "backlog", "billing keeps up")
+	require.NoError(t, chromedp.Do(ctx, chartSamples(8)), "the chart draws the rates")
 	shot(ctx, "overview.png")
 	browsertest.Phone(t, ctx)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(row))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(row)), chartSamples(5)))
 	shot(ctx, "overview-phone.png")
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)))
 	endFlow()
@@ -238,6 +248,9 @@ func TestDashboardInABrowser(t *testing.T) {
 	// Delete the topic: a confirmation first, then every key of it is gone.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"topic?b=list&t=orders"), chromedp.Click(chromedp.CSS(`#delete-topic`)), chromedp.WaitVisible(chromedp.CSS(`#confirm`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#question`), "Delete topic orders")
+	active, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
+	require.NoError(t, err)
+	require.Equal(t, "cancel", active, "the confirmation focuses Cancel: Enter does not delete")
 	require.NotEmpty(t, env.Keys("orders"), "nothing is deleted before the confirmation")
 	shot(ctx, "confirm.png")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#confirm`)), chromedp.WaitVisible(chromedp.CSS(`#flash`))))

@@ -26,17 +26,8 @@ func TestMountedUnderAPrefix(t *testing.T) {
 	h, err := web.New(web.Options{Backends: []web.Backend{{Name: "list", Admin: b.(pubsub.Admin)}}})
 	require.NoError(t, err)
 	defer h.Close()
-	staff := func(next http.Handler) http.Handler { // the application's own auth
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("X-Staff") != "yes" {
-				http.Error(w, "staff only", http.StatusForbidden)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/ops/relq/", staff(http.StripPrefix("/ops/relq", h)))
+	mux.Handle("/ops/relq/", requireStaff(http.StripPrefix("/ops/relq", h)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the application's page", http.StatusTeapot)
 	})
