@@ -3,9 +3,12 @@ package benchmarks
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/relq/relq/internal/human"
 )
 
 // baseline returns the baseline's report, or nil.
@@ -147,21 +150,7 @@ func rows(r *Report) []row {
 func number(v float64) string {
 	switch a := max(v, -v); {
 	case a >= 1000:
-		s := fmt.Sprintf("%.0f", v)
-		// thousands separators
-		neg := strings.HasPrefix(s, "-")
-		s = strings.TrimPrefix(s, "-")
-		var b strings.Builder
-		for i, ch := range s {
-			if i > 0 && (len(s)-i)%3 == 0 {
-				b.WriteByte(',')
-			}
-			b.WriteRune(ch)
-		}
-		if neg {
-			return "-" + b.String()
-		}
-		return b.String()
+		return human.Thousands(int64(math.Round(v)))
 	case a >= 100:
 		return fmt.Sprintf("%.0f", v)
 	case a >= 10:

@@ -36,14 +36,11 @@ func (h *Handler) dead(w http.ResponseWriter, r *http.Request) (out, error) {
 	}
 	v := &deadView{Backend: b, Topic: r.FormValue("t"), Group: r.FormValue("g"), Cursor: r.FormValue("cursor")}
 	ctx := r.Context()
-	page, err := a.Messages(ctx, &pubsub.MessagesParams{Topic: v.Topic, Group: v.Group, State: pubsub.StateDead, Cursor: v.Cursor, Count: h.opts.PageSize})
+	page, err := h.listPage(ctx, a, v.Topic, v.Group, pubsub.StateDead, v.Cursor, &v.Letters)
 	if err != nil {
 		return out{}, err
 	}
 	v.Next = page.Next
-	for _, m := range page.Messages {
-		v.Letters = append(v.Letters, messageRow{MessageInfo: m, Preview: preview(m)})
-	}
 	st, err := a.Stats(ctx, &pubsub.StatsParams{Topic: v.Topic, Group: v.Group})
 	if err != nil {
 		return out{}, err

@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"context"
 	"net/http"
 	"slices"
 	"time"
@@ -65,14 +66,11 @@ func (h *Handler) group(w http.ResponseWriter, r *http.Request) (out, error) {
 		}
 	}
 	ctx := r.Context()
-	page, err := a.Messages(ctx, &pubsub.MessagesParams{Topic: v.Topic, Group: v.Group, State: v.State, Cursor: v.Cursor, Count: h.opts.PageSize})
+	page, err := h.listPage(ctx, a, v.Topic, v.Group, v.State, v.Cursor, &v.Messages)
 	if err != nil {
 		return out{}, err
 	}
 	v.Next = page.Next
-	for _, m := range page.Messages {
-		v.Messages = append(v.Messages, messageRow{MessageInfo: m, Preview: preview(m)})
-	}
 	if v.Stats, err = a.Stats(ctx, &pubsub.StatsParams{Topic: v.Topic, Group: v.Group}); err != nil {
 		return out{}, err
 	}
@@ -84,6 +82,15 @@ func (h *Handler) group(w http.ResponseWriter, r *http.Request) (out, error) {
 	}
 	v.Consumers, v.HeldOf, v.MorePending = consumers(pending.Messages), len(pending.Messages), pending.Next != ""
 	return out{page: "group", title: v.Topic + " / " + v.Group, crumbs: topicCrumbs(b, v.Topic), data: v}, nil
+}
+
+// listPage reads one page of a group's messages in state st into rows.
+func (h *Handler) listPage(ctx context.Context, a pubsub.Admin, topic, group string, st pubsub.MessageState, cursor string, rows *[]messageRow) (pubsub.MessagePage, error) {
+	page, err := a.Messages(ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: st, Cursor: cursor, Count: h.opts.PageSize})
+	for _, m := range page.Messages {
+		*rows = append(*rows, messageRow{MessageInfo: m, Preview: preview(m)})
+	}
+	return page, err
 }
 
 // consumers groups pending messages by their holder, sorted by name.

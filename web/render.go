@@ -7,9 +7,10 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/relq/relq/internal/human"
 )
 
 // view is what the layout of every page is given.
@@ -135,22 +136,7 @@ var funcs = template.FuncMap{
 }
 
 // num writes n with thousands separators.
-func num(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func num(n int64) string { return human.Thousands(n) }
 
 // dur writes d to a person's precision: "850ms", "12s", "3m 5s", "2h 10m", "3d 4h"; "–"
 // for zero.
