@@ -258,9 +258,9 @@ func (h *Handler) act(a action) http.HandlerFunc {
 			if statusOf(err) >= 500 {
 				h.log.Error("relq web: action failed", "action", name, "error", err)
 			}
-			flash(w, name+" failed: "+err.Error(), true)
+			h.flash(w, r, name+" failed: "+err.Error(), true)
 		} else {
-			flash(w, done, false)
+			h.flash(w, r, done, false)
 		}
 		if err != nil && isNotFound(err) {
 			next = "" // what it was about is gone: go home

@@ -103,8 +103,7 @@ func TestDestructiveActionsAskFirst(t *testing.T) {
 	require.Contains(t, body, `name="confirm" value="yes"`)
 	require.NotEmpty(t, s.env.Keys("orders"), "nothing deleted before the confirmation")
 
-	f.Set("confirm", "yes")
-	code, loc, _ := s.post("/delete-topic", f)
+	code, loc, _ := s.confirm("/delete-topic", body)
 	require.Equal(t, http.StatusSeeOther, code)
 	require.Equal(t, "./", loc)
 	require.Empty(t, s.env.Keys("orders"))
@@ -141,8 +140,7 @@ func TestDeadLetterActions(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "Purge 2 dead letters")
 	require.EqualValues(t, 3, dead())
-	f.Set("confirm", "yes")
-	code, _, _ = s.post("/purge", f)
+	code, _, _ = s.confirm("/purge", body)
 	require.Equal(t, http.StatusSeeOther, code)
 	require.EqualValues(t, 1, dead())
 
@@ -152,9 +150,7 @@ func TestDeadLetterActions(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "Purge all 1 dead letters")
 	s.deadLetter("orders", "billing", "e", "arrived after the question") // not counted: kept
-	f.Set("confirm", "yes")
-	f.Set("limit", "1")
-	code, _, _ = s.post("/purge", f)
+	code, _, _ = s.confirm("/purge", body)
 	require.Equal(t, http.StatusSeeOther, code)
 	page, err := s.env.B.(pubsub.Admin).Messages(ctxT(t), &pubsub.MessagesParams{Topic: "orders", Group: "billing", State: pubsub.StateDead})
 	require.NoError(t, err)
@@ -181,10 +177,29 @@ func TestTokenAuth(t *testing.T) {
 	code, _, body = s.post("/login", url.Values{"token": {"wrong"}, "next": {"/topic?b=list"}})
 	require.Equal(t, http.StatusUnauthorized, code)
 	require.Contains(t, body, "not this dashboard")
-	code, loc, _ := s.post("/login", url.Values{"token": {"s3cret-token"}, "next": {"//evil.example/x"}})
-	require.Equal(t, http.StatusSeeOther, code)
-	require.Equal(t, "./", loc, "a next outside the dashboard goes home")
+	for next, want := range map[string]string{
+		"/group?b=list&t=orders": "./group?b=list&t=orders",
+		"//evil.example/x":       "./",
+		"/https:evil.example/x":  "./https:evil.example/x", // a path of the dashboard: 404
+		"/\t//evil.example/x":    "./",
+		"/javascript:alert(1)":   "./javascript:alert(1)",
+		"https://evil.example/":  "./",
+		"/\\evil.example":        "./",
+	} {
+		code, loc, _ := s.post("/login", url.Values{"token": {"s3cret-token"}, "next": {next}})
+		require.Equal(t, http.StatusSeeOther, code, next)
+		require.Equal(t, want, loc, "next %q", next)
+		u, err := url.Parse(s.srv.URL + "/login")
+		require.NoError(t, err)
+		target, err := u.Parse(loc)
+		require.NoError(t, err)
+		require.Equal(t, u.Host, target.Host, "next %q leaves the dashboard", next)
+		require.Equal(t, "http", target.Scheme)
+	}
 	require.Contains(t, s.page("/"), "Overview")
+	for _, c := range s.client.Jar.Cookies(mustURL(t, s.srv.URL)) {
+		require.NotContains(t, c.Value, "s3cret-token", "the cookie %s holds the token itself", c.Name)
+	}
 }
 
 // TestBasicAuth checks that every path, the assets included, asks for the user and password.
@@ -200,4 +215,29 @@ func TestBasicAuth(t *testing.T) {
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u
+}
+
+// TestAllowedHosts checks that a dashboard limited to its own host names refuses a request
+// naming another host: a page of another site whose name was rebound to 127.0.0.1.
+func TestAllowedHosts(t *testing.T) {
+	s := newSite(t, "list", func(o *web.Options) { o.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"} })
+	s.env.EnsureGroup("orders", "billing")
+	require.Contains(t, s.page("/"), "Overview") // httptest serves on 127.0.0.1
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		req, _ := http.NewRequest(method, s.srv.URL+"/pause", strings.NewReader(groupForm("list").Encode()))
+		req.Host = "attacker.example:" + mustURL(t, s.srv.URL).Port()
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://"+req.Host)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusMisdirectedRequest, res.StatusCode, method)
+	}
+	require.False(t, s.paused())
 }

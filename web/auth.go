@@ -1,7 +1,9 @@
 package web
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
@@ -35,7 +37,7 @@ func (h *Handler) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && same(auth, o.Token) {
 		return true
 	}
-	if c, err := r.Cookie(tokenCookie); err == nil && same(c.Value, o.Token) {
+	if c, err := r.Cookie(tokenCookie); err == nil && same(c.Value, h.tokenProof()) {
 		return true
 	}
 	if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
@@ -70,26 +72,54 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusUnauthorized, "login", "Log in", nil, loginView{Next: next, Wrong: true})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: h.opts.Token, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	// next is a path inside the dashboard (as authorized wrote it); anything else goes home.
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
-		next = "/"
+	// Lax, not Strict: a link to a page of the dashboard from a chat or an alert opens it
+	// logged in; the CSRF token and the cross-origin check guard the POSTs.
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: h.tokenProof(), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure(r)})
+	seeOther(w, h.rel(r, safeNext(next)))
+}
+
+// tokenProof is what the login cookie holds: an HMAC of the token, so that the cookie jar
+// does not hold the token itself.
+func (h *Handler) tokenProof() string {
+	m := hmac.New(sha256.New, []byte(h.opts.Token))
+	m.Write([]byte("relq web login"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// secure reports whether cookies should be Secure: over TLS, or Options.SecureCookies.
+func (h *Handler) secure(r *http.Request) bool { return r.TLS != nil || h.opts.SecureCookies }
+
+// safeNext turns the login page's next (a dashboard path such as "/group?b=list&t=orders",
+// as authorized wrote it) into a reference relative to the dashboard's root, or "" (the
+// overview) for anything that could lead elsewhere: a scheme, a host, a backslash, a control
+// character.
+func safeNext(next string) string {
+	if next == "" || strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return ""
 	}
-	seeOther(w, h.rel(r, strings.TrimPrefix(next, "/")))
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return ""
+	}
+	ref := "./" + strings.TrimLeft(u.EscapedPath(), "/")
+	if u.RawQuery != "" {
+		ref += "?" + u.RawQuery
+	}
+	return ref
 }
 
 // csrfToken returns the request's CSRF token, setting the cookie that holds it when the
 // browser has none: forms echo it in a hidden field, and a POST whose field and cookie
 // differ is refused (double submit; a page of another site can neither read the cookie nor
 // set it).
-func csrfToken(w http.ResponseWriter, r *http.Request) string {
+func csrfToken(w http.ResponseWriter, r *http.Request, secure bool) string {
 	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
 		return c.Value
 	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	tok := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 	return tok
 }
 

@@ -119,6 +119,24 @@ func subscribe(t *testing.T, b pubsub.Backend, topic, group string) (got *receiv
 	return got, stop
 }
 
+// stepTimeout bounds each step of the browser test, so that a selector that never matches
+// fails the test in a minute rather than hanging the package until go test's timeout.
+const stepTimeout = time.Minute
+
+// step runs browser actions, within stepTimeout.
+func step(ctx context.Context, actions ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	return chromedp.Do(ctx, actions...)
+}
+
+// run runs a browser action that returns a value, within stepTimeout.
+func run[T any](ctx context.Context, a chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	return chromedp.Run(ctx, a)
+}
+
 // chartSamples waits until the overview's chart draws n samples, about n seconds.
 func chartSamples(n int) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](fmt.Sprintf(
@@ -163,27 +181,27 @@ func TestDashboardInABrowser(t *testing.T) {
 	env.ClaimLease("emails", "sender", "worker-slow", 1, time.Hour)
 	base := serveWeb(t, redisURL, "--prefix", prefix, "--backend", "list", "--stuck-after", "2s")
 	ctx := browsertest.New(t)
-	row := `tr[data-key="list/orders/billing"]`
+	row := `tr[data-key="list orders billing"]`
 
 	// The overview counts what is in Redis, and its script keeps them live.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(row))))
+	require.NoError(t, step(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(row))))
 	require.Equal(t, "4", browsertest.Text(t, ctx, row+` td[data-f="ready"]`))
 	require.Equal(t, "1", browsertest.Text(t, ctx, row+` td[data-f="dead"]`))
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#live.on`))))
+	require.NoError(t, step(ctx, chromedp.WaitVisible(chromedp.CSS(`#live.on`))))
 	env.Publish("orders", "one more")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.querySelector('`+row+` td[data-f="ready"]').textContent === "5"`, chromedp.WithPollingTimeout(10*time.Second))),
+	require.NoError(t, step(ctx, chromedp.Poll[chromedp.Void](`document.querySelector('`+row+` td[data-f="ready"]').textContent === "5"`, chromedp.WithPollingTimeout(10*time.Second))),
 		"the overview updates without a reload")
 
 	// The dead letter: its page, then requeued from the message page.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(row+` td[data-f="dead"] a`)), chromedp.WaitVisible(chromedp.CSS(`#letters`))))
+	require.NoError(t, step(ctx, chromedp.Click(chromedp.CSS(row+` td[data-f="dead"] a`)), chromedp.WaitVisible(chromedp.CSS(`#letters`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#reasons`), "card declined")
 	shot(ctx, "dead-letters.png")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#letters a`)), chromedp.WaitVisible(chromedp.CSS(`#payload`))))
+	require.NoError(t, step(ctx, chromedp.Click(chromedp.CSS(`#letters a`)), chromedp.WaitVisible(chromedp.CSS(`#payload`))))
 	require.Equal(t, "dead", browsertest.Text(t, ctx, `#state`))
 	require.Contains(t, browsertest.Text(t, ctx, `#payload`), `"order": 5`)
 	require.Contains(t, browsertest.Text(t, ctx, `#payload-kind`), "JSON")
 	shot(ctx, "message.png")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#requeue`)), chromedp.WaitVisible(chromedp.CSS(`#flash`))))
+	require.NoError(t, step(ctx, chromedp.Click(chromedp.CSS(`#requeue`)), chromedp.WaitVisible(chromedp.CSS(`#flash`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Requeued 1 dead letter")
 	require.Equal(t, "ready", browsertest.Text(t, ctx, `#state`))
 
@@ -201,7 +219,7 @@ func TestDashboardInABrowser(t *testing.T) {
 			time.Sleep(40 * time.Millisecond)
 		}
 	}()
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(row)),
+	require.NoError(t, step(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(row)),
 		chromedp.Poll[chromedp.Void](`parseFloat(document.querySelector('`+row+` td[data-f="rAck"]').textContent) > 0`, chromedp.WithPollingTimeout(15*time.Second))),
 		"the overview shows a rate of acks")
 
@@ -210,77 +228,84 @@ func TestDashboardInABrowser(t *testing.T) {
 	ds := env.Claim("orders", "shipping", "worker-2", 1)
 	env.Nack("orders", "shipping", "worker-2", 1, pubsub.NackItem{ID: ds[0].ID, Attempt: ds[0].Attempt, Reason: "no address"})
 	problems := func(key string) string {
-		return `document.querySelector('tr[data-key="list/` + key + `"] td.problems').textContent`
+		return `document.querySelector('tr[data-key="list ` + key + `"] td.problems').textContent`
 	}
-	for key, want := range map[string]string{"orders/shipping": "backlog growing", "emails/sender": "stuck pending"} {
-		require.NoError(t, chromedp.Do(ctx, chromedp.Poll[chromedp.Void](problems(key)+`.includes("`+want+`")`, chromedp.WithPollingTimeout(30*time.Second))), key)
+	for key, want := range map[string]string{"orders shipping": "backlog growing", "emails sender": "stuck pending"} {
+		require.NoError(t, step(ctx, chromedp.Poll[chromedp.Void](problems(key)+`.includes("`+want+`")`, chromedp.WithPollingTimeout(30*time.Second))), key)
 	}
-	shipping := browsertest.Text(t, ctx, `tr[data-key="list/orders/shipping"] td.problems`)
+	shipping := browsertest.Text(t, ctx, `tr[data-key="list orders shipping"] td.problems`)
 	require.Contains(t, shipping, "new dead letters")
 	require.NotContains(t, browsertest.Text(t, ctx, row+` td.problems`), "backlog", "billing keeps up")
-	require.NoError(t, chromedp.Do(ctx, chartSamples(8)), "the chart draws the rates")
+	require.NoError(t, step(ctx, chartSamples(8)), "the chart draws the rates")
 	shot(ctx, "overview.png")
 	browsertest.Phone(t, ctx)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(row)), chartSamples(5)))
+	require.NoError(t, step(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(row)), chartSamples(5)))
 	shot(ctx, "overview-phone.png")
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)))
+	require.NoError(t, step(ctx, chromedp.EmulateViewport(1280, 900)))
 	endFlow()
 	<-flowed
 
-	// Pause: claims stop while publishes are still stored; resume: they flow again.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"group?b=list&t=orders&g=billing"), chromedp.WaitVisible(chromedp.CSS(`#pause`))))
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`#paused`))))
+	// Pause: claims stop while publishes are still stored; resume: they flow again. First
+	// the subscriber drains what flowed, so that nothing it prefetched arrives late.
+	require.Eventually(t, func() bool {
+		st := env.Stats("orders", "billing")
+		return st.Ready == 0 && st.Pending == 0 // all acked, so handled: the handler acks last
+	}, 10*time.Second, 20*time.Millisecond, "the subscriber drains the flow")
+	require.NoError(t, step(ctx, chromedp.Navigate(base+"group?b=list&t=orders&g=billing"), chromedp.WaitVisible(chromedp.CSS(`#pause`))))
+	require.NoError(t, step(ctx, chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`#paused`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Paused orders / billing")
 	claimed := env.Stats("orders", "billing").Counters.Claimed
 	before := got.count()
-	env.Publish("orders", "while paused")
+	held := pubsub.OutMessage{Envelope: adaptertest.Envelope("while paused")}
+	_, err := b.Publish(ctxT(t), &pubsub.PublishParams{Topic: "orders", Messages: []pubsub.OutMessage{held}})
+	require.NoError(t, err)
 	time.Sleep(time.Second) // five of the subscriber's claims (Block 200ms): none may deliver
 	require.Equal(t, before, got.count(), "a paused group delivers nothing")
 	st := env.Stats("orders", "billing")
 	require.Equal(t, claimed, st.Counters.Claimed, "a paused group's claims take nothing")
 	require.EqualValues(t, 1, st.Ready, "the publish is stored")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#resume`))))
+	require.NoError(t, step(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#resume`))))
 	shot(ctx, "group.png")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#resume`)), chromedp.WaitVisible(chromedp.CSS(`#pause`))))
-	require.Eventually(t, func() bool { return got.count() == before+1 }, 10*time.Second, 20*time.Millisecond, "resumed: the message is delivered")
+	require.NoError(t, step(ctx, chromedp.Click(chromedp.CSS(`#resume`)), chromedp.WaitVisible(chromedp.CSS(`#pause`))))
+	require.Eventually(t, func() bool { return got.has(held.Envelope.UUID) }, 10*time.Second, 20*time.Millisecond, "resumed: the message is delivered")
 	stop()
 
 	// Delete the topic: a confirmation first, then every key of it is gone.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"topic?b=list&t=orders"), chromedp.Click(chromedp.CSS(`#delete-topic`)), chromedp.WaitVisible(chromedp.CSS(`#confirm`))))
+	require.NoError(t, step(ctx, chromedp.Navigate(base+"topic?b=list&t=orders"), chromedp.Click(chromedp.CSS(`#delete-topic`)), chromedp.WaitVisible(chromedp.CSS(`#confirm`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#question`), "Delete topic orders")
-	active, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
+	active, err := run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
 	require.NoError(t, err)
 	require.Equal(t, "cancel", active, "the confirmation focuses Cancel: Enter does not delete")
 	require.NotEmpty(t, env.Keys("orders"), "nothing is deleted before the confirmation")
 	shot(ctx, "confirm.png")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#confirm`)), chromedp.WaitVisible(chromedp.CSS(`#flash`))))
+	require.NoError(t, step(ctx, chromedp.Click(chromedp.CSS(`#confirm`)), chromedp.WaitVisible(chromedp.CSS(`#flash`))))
 	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Deleted topic orders")
 	keysLeft, err := c.Keys(ctxT(t), keys.Tag(prefix, "orders")+"*").Result()
 	require.NoError(t, err)
 	require.Empty(t, keysLeft, "the topic's keys are gone")
-	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-key^="list/orders/"]').length`))
+	rows, err := run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-key^="list orders "]').length`))
 	require.NoError(t, err)
 	require.Zero(t, rows, "the overview no longer lists the topic")
 
 	// Keyboard: the first Tab reaches the skip link, and a focused link opens with Enter.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`tr[data-key="list/emails/sender"]`)),
+	require.NoError(t, step(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`tr[data-key="list emails sender"]`)),
 		chromedp.KeyEvent("\t")))
-	focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.textContent`))
+	focused, err := run(ctx, chromedp.Evaluate[string](`document.activeElement.textContent`))
 	require.NoError(t, err)
 	require.Equal(t, "Skip to content", focused)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(`tr[data-key="list/emails/sender"] td:nth-child(2) a`)), chromedp.KeyEvent("\r"),
+	require.NoError(t, step(ctx, chromedp.Focus(chromedp.CSS(`tr[data-key="list emails sender"] td:nth-child(2) a`)), chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS(`.tabs`))))
-	loc, err := chromedp.Run(ctx, chromedp.Location())
+	loc, err := run(ctx, chromedp.Location())
 	require.NoError(t, err)
 	require.Contains(t, loc, "/group?")
 
 	// Read-only: no action is offered, and one forced through is refused.
 	ro := serveWeb(t, redisURL, "--prefix", prefix, "--backend", "list", "--read-only")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ro+"group?b=list&t=emails&g=sender"), chromedp.WaitVisible(chromedp.CSS(`#read-only`))))
-	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[method="post"]').length`))
+	require.NoError(t, step(ctx, chromedp.Navigate(ro+"group?b=list&t=emails&g=sender"), chromedp.WaitVisible(chromedp.CSS(`#read-only`))))
+	forms, err := run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[method="post"]').length`))
 	require.NoError(t, err)
 	require.Zero(t, forms)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+	require.NoError(t, step(ctx, chromedp.Evaluate[chromedp.Void](`(() => {
 		const f = document.createElement("form"); f.method = "post"; f.action = "pause";
 		for (const [k, v] of [["b", "list"], ["t", "emails"], ["g", "sender"]]) {
 			const i = document.createElement("input"); i.type = "hidden"; i.name = k; i.value = v; f.appendChild(i);

@@ -3,6 +3,7 @@ package web
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,20 +13,32 @@ import (
 )
 
 // catalog keeps the topics and groups of every backend, found by Admin.ListTopics (a SCAN of
-// the keyspace). A page load reads it and never scans: a discovery runs in the background
-// when the last one is older than Options.DiscoverEvery, and only the very first page load
-// waits for one.
+// the keyspace). A page load reads it and does not scan: a discovery runs in the background
+// when the last one is older than Options.DiscoverEvery or a delete made it stale. Only the
+// very first page load waits for one, and a "Rescan" asks for one and waits for it.
 type catalog struct {
 	h *Handler
 
-	mu         sync.Mutex
-	rows       []row
-	at         time.Time // when the rows were discovered; zero before the first discovery
-	err        error     // the last discovery's error
-	running    bool
-	done       chan struct{} // closed when the running discovery ends
-	first      chan struct{} // closed when the first discovery ends
-	firstEnded bool
+	mu      sync.Mutex
+	rows    []row
+	at      time.Time // when the rows were discovered; zero before the first discovery
+	err     error     // the last discovery's error
+	stale   bool      // a delete happened since: discover at the next get
+	running bool
+	done    chan struct{} // closed when the running discovery ends
+	first   chan struct{} // closed when the first discovery ends
+	started bool          // the first discovery started (or Close came first)
+	closed  bool
+	// forgets are the deletes made while a discovery runs, which it applies to what it found
+	// (it may have read the keys before the delete).
+	forgets []forgotten
+}
+
+// forgotten is a deleted topic (group "") or group.
+type forgotten struct{ backend, topic, group string }
+
+func (f forgotten) covers(r row) bool {
+	return r.Backend == f.backend && r.Topic == f.topic && (f.group == "" || r.Group == f.group)
 }
 
 // row is one line of the overview: a group of a topic, or a topic's backlog when the topic
@@ -39,13 +52,14 @@ type row struct {
 
 func newCatalog(h *Handler) *catalog { return &catalog{h: h, first: make(chan struct{})} }
 
-// get returns the rows, starting a discovery when they are older than Options.DiscoverEvery
-// (or than rescanMin, when rescan is asked). It waits for the first discovery, and for the
-// running one when rescan is asked; otherwise the discovery goes on in the background.
+// get returns the rows and when they were discovered, starting a discovery when they are
+// older than Options.DiscoverEvery, stale, or older than rescanMin when rescan is asked. It
+// waits for the first discovery, and for the running one when rescan is asked; otherwise a
+// discovery goes on in the background.
 func (c *catalog) get(ctx context.Context, rescan bool) ([]row, time.Time, error) {
 	c.mu.Lock()
 	age := time.Since(c.at)
-	if !c.running && (c.at.IsZero() || age >= c.h.opts.DiscoverEvery || rescan && age >= rescanMin) {
+	if !c.running && (!c.started || c.stale || age >= c.h.opts.DiscoverEvery || rescan && age >= rescanMin) {
 		c.start()
 	}
 	wait := c.first
@@ -63,42 +77,46 @@ func (c *catalog) get(ctx context.Context, rescan bool) ([]row, time.Time, error
 	return c.rows, c.at, c.err
 }
 
-// stale makes the next get discover again: after a delete, or when a page met a group that
-// is gone.
-func (c *catalog) stale() {
+// markStale makes the next get discover again: a page met a group that is gone.
+func (c *catalog) markStale() {
 	c.mu.Lock()
-	if !c.at.IsZero() {
-		c.at = time.Time{}.Add(1) // not zero: later gets do not wait for it
-	}
+	c.stale = true
 	c.mu.Unlock()
 }
 
 // forget drops the rows of a deleted topic (group "") or group at once, so the page after the
 // delete no longer lists them, and makes the next get discover again.
 func (c *catalog) forget(backend, topic, group string) {
+	f := forgotten{backend, topic, group}
 	c.mu.Lock()
-	rows := make([]row, 0, len(c.rows))
-	for _, r := range c.rows {
-		if r.Backend != backend || r.Topic != topic || group != "" && r.Group != group {
-			rows = append(rows, r)
-		}
+	defer c.mu.Unlock()
+	c.rows = slices.DeleteFunc(slices.Clone(c.rows), f.covers)
+	c.stale = true
+	if c.running {
+		c.forgets = append(c.forgets, f)
 	}
-	c.rows = rows
+}
+
+// close stops discoveries from starting; the Handler then waits for the running one.
+func (c *catalog) close() {
+	c.mu.Lock()
+	c.closed = true
+	if !c.started { // nobody will close first
+		c.started = true
+		c.err = errors.New("relq web: the dashboard is closed")
+		close(c.first)
+	}
 	c.mu.Unlock()
-	c.stale()
 }
 
 // start runs a discovery in the background; c.mu is held.
 func (c *catalog) start() {
-	if c.h.ctx.Err() != nil { // closed
-		if !c.firstEnded {
-			c.firstEnded = true
-			c.err = c.h.ctx.Err()
-			close(c.first)
-		}
+	if c.closed {
 		return
 	}
-	c.running = true
+	first := !c.started
+	c.started, c.running, c.stale = true, true, false
+	c.forgets = nil
 	c.done = make(chan struct{})
 	done := c.done
 	c.h.wg.Add(1)
@@ -112,14 +130,17 @@ func (c *catalog) start() {
 		defer c.mu.Unlock()
 		c.running = false
 		c.err = err
-		if err == nil || c.at.IsZero() {
+		if err == nil || first {
+			for _, f := range c.forgets {
+				rows = slices.DeleteFunc(rows, f.covers)
+			}
 			c.rows, c.at = rows, time.Now()
 		}
+		c.forgets = nil
 		if err != nil {
 			c.h.log.Error("relq web: topic discovery failed", "error", err)
 		}
-		if !c.firstEnded {
-			c.firstEnded = true
+		if first {
 			close(c.first)
 		}
 	}()

@@ -94,7 +94,8 @@ func TestPageLoadCostIsBounded(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: srv.Options().Addr})
 			c.AddHook(cnt)
 			t.Cleanup(func() { _ = c.Close() })
-			s := newSiteOn(t, c, prefix, backend, func(o *web.Options) { o.PageSize = 50 })
+			// No discovery runs during the loads measured but the first: it is older than an hour.
+			s := newSiteOn(t, c, prefix, backend, func(o *web.Options) { o.PageSize, o.DiscoverEvery = 50, time.Hour })
 			fill(t, s.env, "small", 60) // more than a page in every state
 			fill(t, s.env, "large", 2000)
 			id := s.env.Publish("small", "x")[0]
@@ -136,7 +137,7 @@ func TestOverviewCostIsOnePerRow(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Options().Addr})
 	c.AddHook(cnt)
 	t.Cleanup(func() { _ = c.Close() })
-	s := newSiteOn(t, c, prefix, "list", func(o *web.Options) { o.PageSize = 20 })
+	s := newSiteOn(t, c, prefix, "list", func(o *web.Options) { o.PageSize, o.DiscoverEvery = 20, time.Hour })
 	for i := range 70 {
 		s.env.EnsureGroup(fmt.Sprintf("topic-%02d", i), "g")
 	}

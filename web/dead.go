@@ -8,9 +8,11 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
-// reasonWindow is how many dead letters, the oldest first, the reasons are counted over: one
-// bounded read per page load, however many dead letters there are.
-const reasonWindow = 500
+// reasonPages is how many pages of dead letters, the oldest first, the reasons are counted
+// over: one bounded read per page load, however many dead letters there are. The Admin API
+// returns whole messages, so the bound is in messages read (bodies included), not only in
+// commands.
+const reasonPages = 2
 
 // deadView is the dead letters page of a group.
 type deadView struct {
@@ -48,7 +50,7 @@ func (h *Handler) dead(w http.ResponseWriter, r *http.Request) (out, error) {
 	v.Dead = st.Dead
 	window := page
 	if v.Cursor != "" || page.Next != "" {
-		if window, err = a.Messages(ctx, &pubsub.MessagesParams{Topic: v.Topic, Group: v.Group, State: pubsub.StateDead, Count: reasonWindow}); err != nil {
+		if window, err = a.Messages(ctx, &pubsub.MessagesParams{Topic: v.Topic, Group: v.Group, State: pubsub.StateDead, Count: reasonPages * h.opts.PageSize}); err != nil {
 			return out{}, err
 		}
 	}

@@ -15,7 +15,9 @@
 // carries a CSRF token and passes Go's cross-origin protection; a destructive one (a delete,
 // a purge, requeueing all dead letters) first shows what it will remove and asks to confirm;
 // Options.ReadOnly refuses them all. Each page load costs a bounded number of Redis commands:
-// listings are paged, and the topics are discovered by a SCAN that runs in the background at
-// most once per Options.DiscoverEvery, never on a page load. The pages need no JavaScript to
-// work; a small embedded script (no third-party code) adds the live rates and charts.
+// listings are paged, and the topics are discovered by a SCAN that a page load starts in the
+// background when the last one is older than Options.DiscoverEvery (or a delete made it
+// stale) and does not wait for, but for the very first one and an explicit rescan. The pages
+// need no JavaScript to work; a small embedded script (no third-party code) adds the live
+// rates and charts.
 package web

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -93,8 +94,6 @@ func (s *site) page(path string) string {
 	return body
 }
 
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
 // post submits form to path as the page's own form would: with the CSRF token of the last
 // page loaded (from the cookie jar) and a same-origin Origin header. It returns the status,
 // the Location and the body.
@@ -113,6 +112,20 @@ func (s *site) post(path string, form url.Values) (int, string, string) {
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
 	return res.StatusCode, res.Header.Get("Location"), string(body)
+}
+
+var hiddenField = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// confirm answers a confirmation page (body) as its confirming button does: it posts the
+// page's hidden fields, and only those, to path.
+func (s *site) confirm(path, body string) (int, string, string) {
+	s.t.Helper()
+	f := url.Values{}
+	for _, m := range hiddenField.FindAllStringSubmatch(body, -1) {
+		f.Add(m[1], html.UnescapeString(m[2]))
+	}
+	require.Equal(s.t, "yes", f.Get("confirm"), "not a confirmation page: %s", body)
+	return s.post(path, f)
 }
 
 // csrf returns the CSRF token the dashboard gave this client, loading a page if it has none.

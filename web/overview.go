@@ -37,8 +37,9 @@ type statsRow struct {
 	Gone bool
 }
 
-// Key names the row in the page and in the JSON the page polls.
-func (r statsRow) Key() string { return r.Backend + "/" + r.Topic + "/" + r.Group }
+// Key names the row in the page and in the JSON the page polls. Names cannot hold a space
+// (pubsub.ValidateName), so no two rows share a key.
+func (r statsRow) Key() string { return r.Backend + " " + r.Topic + " " + r.Group }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) (out, error) {
 	v, err := h.overviewRows(r)
@@ -80,7 +81,7 @@ func (h *Handler) overviewRows(r *http.Request) (*overviewView, error) {
 			switch {
 			case errors.Is(err, pubsub.ErrGroupNotFound), errors.Is(err, pubsub.ErrTopicNotFound):
 				sr.Gone = true
-				h.catalog.stale()
+				h.catalog.markStale()
 			case err != nil:
 				return nil, err
 			}

@@ -28,7 +28,7 @@ func TestPagesShowEveryState(t *testing.T) {
 			home := s.page("/")
 			require.Contains(t, home, ">orders<")
 			require.Contains(t, home, ">billing<")
-			require.Contains(t, home, `data-key="`+backend+`/orders/billing"`)
+			require.Contains(t, home, `data-key="`+backend+` orders billing"`)
 
 			topic := s.page("/topic" + q("b", backend, "t", "orders"))
 			require.Contains(t, topic, "billing")

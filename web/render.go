@@ -73,12 +73,12 @@ func (h *Handler) page(fn func(w http.ResponseWriter, r *http.Request) (out, err
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, page, title string, crumbs []crumb, data any) {
 	v := view{Page: page, Title: title, Crumbs: crumbs, ReadOnly: h.opts.ReadOnly, Prefix: h.opts.Prefix, Data: data}
 	if !h.opts.ReadOnly {
-		v.CSRF = csrfToken(w, r)
+		v.CSRF = csrfToken(w, r, h.secure(r))
 	}
 	if c, err := r.Cookie(flashCookie); err == nil {
 		msg, _ := url.QueryUnescape(c.Value)
 		v.Flash, v.FlashErr = strings.CutPrefix(msg, "!")
-		http.SetCookie(w, &http.Cookie{Name: flashCookie, MaxAge: -1})
+		http.SetCookie(w, &http.Cookie{Name: flashCookie, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r)})
 	}
 	var b bytes.Buffer
 	if err := h.pages[page].Execute(&b, v); err != nil {
@@ -93,11 +93,11 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, page,
 }
 
 // flash shows msg once, on the page the browser is sent to next.
-func flash(w http.ResponseWriter, msg string, isErr bool) {
+func (h *Handler) flash(w http.ResponseWriter, r *http.Request, msg string, isErr bool) {
 	if isErr {
 		msg = "!" + msg
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.secure(r)})
 }
 
 // staticFiles serves the embedded CSS and script; they change only with the binary.

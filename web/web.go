@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"path"
 	"slices"
@@ -32,17 +33,28 @@ type Options struct {
 	Backends []Backend
 	// Prefix is the key prefix the backends were built with, shown in the header.
 	Prefix string
-	// ReadOnly hides every action and refuses every POST with 403 Forbidden.
+	// ReadOnly hides every action and refuses each of them (every POST but the login's) with
+	// 403 Forbidden.
 	ReadOnly bool
-	// Token, when set, is asked of every request: as "Authorization: Bearer <token>", or
-	// once in the login page, which keeps it in an HttpOnly cookie.
+	// Token, when set, is asked of every request but the login page's and the stylesheet's
+	// and script's: as "Authorization: Bearer <token>", or once in the login page, which
+	// then keeps a proof of it in an HttpOnly cookie.
 	Token string
 	// BasicUser and BasicPassword, when set, are asked of every request by HTTP basic auth.
 	BasicUser     string
 	BasicPassword string
-	// DiscoverEvery is how often, at most, the topics are discovered again (a SCAN of the
-	// keyspace, in the background); zero: 30 s. A topic created since shows after at most
-	// that long, or at once with the overview's "Rescan" link.
+	// AllowedHosts, when set, are the only host names (without port) the dashboard answers
+	// to; any other Host header gets 421 Misdirected Request. A dashboard without
+	// authentication on loopback needs it: a page of another site that rebinds its own name
+	// to 127.0.0.1 is same-origin with it otherwise. `relq web` sets it on loopback.
+	AllowedHosts []string
+	// SecureCookies marks the dashboard's cookies Secure even when the request did not come
+	// over TLS to this process: behind a proxy that terminates HTTPS.
+	SecureCookies bool
+	// DiscoverEvery is how old the topics found by the last discovery (a SCAN of the
+	// keyspace, in the background) may be before a page load starts another; zero: 30 s. A
+	// topic created since shows after at most that long, or at once with the overview's
+	// "Rescan" link.
 	DiscoverEvery time.Duration
 	// StuckAfter flags a group whose oldest pending message has been held longer; zero: 5 min.
 	StuckAfter time.Duration
@@ -129,6 +141,7 @@ func New(opts Options) (*Handler, error) {
 // Close ends a topic discovery that is still running and waits for it. The Handler answers
 // requests after Close, without discovering topics again.
 func (h *Handler) Close() {
+	h.catalog.close()
 	h.cancel()
 	h.wg.Wait()
 }
@@ -158,6 +171,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "same-origin")
 	hdr.Set("X-Frame-Options", "DENY")
+	if !h.hostAllowed(r.Host) {
+		http.Error(w, "relq web: this dashboard does not answer to host "+r.Host, http.StatusMisdirectedRequest)
+		return
+	}
 	if r.URL.Path == "" { // mounted with http.StripPrefix("/relq") and asked for "/relq"
 		w.Header().Set("Location", path.Base(mountPath(r))+"/")
 		w.WriteHeader(http.StatusMovedPermanently)
@@ -167,6 +184,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether host (a Host header) names the dashboard: any host when
+// Options.AllowedHosts is empty.
+func (h *Handler) hostAllowed(host string) bool {
+	if len(h.opts.AllowedHosts) == 0 {
+		return true
+	}
+	if name, _, err := net.SplitHostPort(host); err == nil {
+		host = name
+	}
+	host = strings.Trim(host, "[]")
+	for _, a := range h.opts.AllowedHosts {
+		if strings.EqualFold(host, strings.Trim(a, "[]")) {
+			return true
+		}
+	}
+	return false
 }
 
 // mountPath is the path the request was made to, without its query.

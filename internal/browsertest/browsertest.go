@@ -130,7 +130,7 @@ func New(t testing.TB) context.Context {
 		cancel()
 		cancelAlloc()
 		stop()
-		if pids := killLeftovers(dir); len(pids) > 0 {
+		if pids := killLeftovers(dir, leftoverGrace); len(pids) > 0 {
 			t.Errorf("browsertest: processes of chromium outlived it and were killed: %v", pids)
 		}
 		if msgs := errs.take(); len(msgs) > 0 {

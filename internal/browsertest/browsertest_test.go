@@ -209,7 +209,7 @@ func TestNames(t *testing.T) {
 func TestKillLeftovers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.Empty(t, killLeftovers(dir))
+	require.Empty(t, killLeftovers(dir, 2*time.Second))
 
 	// A shell waiting in its read builtin names dir and forks no child (a child would name
 	// it too until it execs), until its input ends.
@@ -229,7 +229,7 @@ func TestKillLeftovers(t *testing.T) {
 	require.ElementsMatch(t, []int{quick, stuck}, processesNaming(dir))
 	time.AfterFunc(300*time.Millisecond, func() { _ = quickInput.Close() })
 	began := time.Now()
-	require.Equal(t, []int{stuck}, killLeftovers(dir))
+	require.Equal(t, []int{stuck}, killLeftovers(dir, 2*time.Second))
 	require.GreaterOrEqual(t, time.Since(began), 2*time.Second)
 	require.NoError(t, <-quickWaited)
 	require.ErrorContains(t, <-stuckWaited, "killed")

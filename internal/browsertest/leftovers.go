@@ -9,12 +9,17 @@ import (
 	"time"
 )
 
-// killLeftovers waits up to two seconds for the processes that name dir in their command
-// line to exit, then kills those left and returns their ids. Every process of the browser
+// leftoverGrace is how long a closed browser's processes get to exit before they are killed
+// and reported: they exit within a second on an idle machine, but the whole suite runs beside
+// them under -race on two cores.
+const leftoverGrace = 10 * time.Second
+
+// killLeftovers waits up to grace for the processes that name dir in their command line to
+// exit, then kills those left and returns their ids. Every process of the browser
 // names it: the children pass --user-data-dir, and the crash reporter, which detaches from
 // the browser, its database under HOME. A closed browser leaves none.
-func killLeftovers(dir string) []int {
-	deadline := time.Now().Add(2 * time.Second)
+func killLeftovers(dir string, grace time.Duration) []int {
+	deadline := time.Now().Add(grace)
 	for {
 		pids := processesNaming(dir)
 		if len(pids) == 0 {

@@ -27,6 +27,7 @@ type webOptions struct {
 	readOnly bool
 	noAuth   bool
 	stuck    time.Duration
+	hosts    []string
 }
 
 func newWebCommand(env Env) *cobra.Command {
@@ -40,8 +41,9 @@ state; one message whole; dead letters by reason. It can pause and resume a grou
 run or delete a message, requeue or purge dead letters, and delete a group or a topic; each
 destructive action asks to confirm first. --read-only refuses them all.
 
-It listens on loopback (127.0.0.1:8080) unless --addr says otherwise. Authentication, from
-the environment:
+It listens on loopback (127.0.0.1:8080) unless --addr says otherwise, and there answers only
+to localhost, 127.0.0.1 and ::1 (--allow-host adds a name, such as a local proxy's).
+Authentication, from the environment:
   ` + envWebToken + `=<token>          asked once in a login page (or as Authorization: Bearer)
   ` + envWebBasic + `=<user>:<password>  HTTP basic auth
 An address other than loopback needs one of them, or --no-auth.
@@ -59,6 +61,7 @@ Redis: --redis-url, else $REDIS_URL, else ` + DefaultRedisURL + `. See relq stat
 	f.StringVar(&opts.addr, "addr", "127.0.0.1:8080", "host:port to listen on (port 0: any free port)")
 	f.BoolVar(&opts.readOnly, "read-only", false, "show everything, change nothing: every action is refused")
 	f.DurationVar(&opts.stuck, "stuck-after", web.StuckAfterDefault, "flag a group whose oldest pending message has been held longer")
+	f.StringSliceVar(&opts.hosts, "allow-host", nil, "on loopback, another host name to answer to besides localhost, 127.0.0.1 and ::1\n(a proxy's, passed in the Host header); repeatable")
 	f.BoolVar(&opts.noAuth, "no-auth", false, "serve an address other than loopback without "+envWebToken+" or "+envWebBasic)
 	opts.conn.addFlags(cmd)
 	return cmd
@@ -76,6 +79,11 @@ func runWeb(cmd *cobra.Command, env Env, opts *webOptions) error {
 	}
 	if !loopback(opts.addr) && wo.Token == "" && wo.BasicUser == "" && !opts.noAuth {
 		return fmt.Errorf("--addr %s can be reached from other machines: set %s or %s, or pass --no-auth", opts.addr, envWebToken, envWebBasic)
+	}
+	if loopback(opts.addr) {
+		// Only names of this machine: a page of another site that rebinds its own name to
+		// 127.0.0.1 must not be able to drive the dashboard as if it were its own origin.
+		wo.AllowedHosts = append([]string{"localhost", "127.0.0.1", "::1"}, opts.hosts...)
 	}
 	ctx := cmd.Context()
 	s, err := opts.conn.connect(ctx, env)
