@@ -1,6 +1,8 @@
 package web
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -27,7 +29,13 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request) (out, error) {
 	if err != nil {
 		return out{}, err
 	}
-	m, err := a.Message(r.Context(), &pubsub.MessageParams{Topic: r.FormValue("t"), Group: r.FormValue("g"), ID: r.FormValue("id")})
+	topic, group, id := r.FormValue("t"), r.FormValue("g"), r.FormValue("id")
+	m, err := a.Message(r.Context(), &pubsub.MessageParams{Topic: topic, Group: group, ID: id})
+	if errors.Is(err, pubsub.ErrMessageNotFound) {
+		// A link to a message that was acked, purged or deleted since: say so plainly.
+		return out{}, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf(
+			"%s / %s holds no message %s (any more): acked, purged or deleted, if it was there.", topic, group, id)}
+	}
 	if err != nil {
 		return out{}, err
 	}

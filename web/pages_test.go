@@ -75,7 +75,7 @@ func TestMissingThingsAre404(t *testing.T) {
 	for path, want := range map[string]string{
 		"/topic" + q("b", "list", "t", "nothing"):                              "not found",
 		"/group" + q("b", "list", "t", "orders", "g", "nobody"):                "not found",
-		"/message" + q("b", "list", "t", "orders", "g", "billing", "id", "99"): "not found",
+		"/message" + q("b", "list", "t", "orders", "g", "billing", "id", "99"): "holds no message 99",
 		"/topic" + q("b", "zset", "t", "orders"):                               `no backend &#34;zset&#34; here`,
 		"/group" + q("b", "list", "t", "orders", "g", "billing", "state", "x"): "unknown message state",
 	} {
