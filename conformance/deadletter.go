@@ -21,6 +21,7 @@ func testDeadLetter(t *testing.T, f Factory) {
 	run(t, f, "CorruptEntry", Options{}, deadLetterCorrupt)
 	run(t, f, "BodyMissing", Options{}, deadLetterBodyMissing)
 	run(t, f, "PurgeLimit", Options{}, deadLetterPurgeLimit)
+	run(t, f, "PurgeByIDs", Options{}, deadLetterPurgeIDs)
 }
 
 // PurgeParams.Limit purges at most that many dead letters, the oldest first: a tool that
@@ -47,6 +48,101 @@ func deadLetterPurgeLimit(t *testing.T, h Harness) {
 	n, err = h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+}
+
+// PurgeParams.IDs purges exactly the dead letters given: an ID that is no dead letter of the
+// group (requeued since, and ready, pending or delayed now; acked; unknown; or given twice)
+// is skipped and keeps its state, another group's copy of a purged letter is kept, and
+// Limit with IDs is an error.
+func deadLetterPurgeIDs(t *testing.T, h Harness) {
+	ctx := context.Background()
+	topic, group, other := topicName(), "billing", "audit"
+	ensureGroup(t, h, topic, group)
+	ensureGroup(t, h, topic, other)
+	ids := publishDirect(t, h, topic, 6)
+	payloads := map[string]string{}
+	for i, id := range ids {
+		payloads[id] = strconv.Itoa(i)
+	}
+	for _, d := range claimN(t, h, topic, group, "c", len(ids), time.Minute) {
+		deadLetter(t, h, topic, group, d, "test")
+	}
+	shared := claimN(t, h, topic, other, "c", 1, time.Minute)[0] // dead in both groups
+	deadLetter(t, h, topic, other, shared, "other's")
+	var rest []string
+	for _, id := range ids {
+		if id != shared.ID {
+			rest = append(rest, id)
+		}
+	}
+	doomed, ready, pending, delayed, kept := rest[0], rest[1], rest[2], rest[3], rest[4]
+
+	// Requeued one at a time, so that each claim takes the one asked for.
+	requeue := func(id string) {
+		t.Helper()
+		n, err := h.Backend.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: group, IDs: []string{id}})
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	}
+	requeue(pending)
+	holder := claimN(t, h, topic, group, "holder", 1, time.Minute)[0]
+	require.Equal(t, pending, holder.ID)
+	requeue(delayed)
+	d := claimN(t, h, topic, group, "c", 1, time.Minute)[0]
+	require.Equal(t, delayed, d.ID)
+	_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
+		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour}}})
+	require.NoError(t, err)
+	requeue(ready)
+	before := counts{Ready: 1, Delayed: 1, Pending: 1, Dead: 3}
+	require.Equal(t, before, countsOf(stats(t, h, topic, group)))
+
+	given := []string{shared.ID, doomed, ready, pending, delayed, doomed, "no-such-id"}
+	_, err = h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, IDs: given, Limit: 1})
+	require.ErrorIs(t, err, pubsub.ErrInvalidConfig, "IDs with a Limit")
+	require.Equal(t, before, countsOf(stats(t, h, topic, group)), "a purge that failed deleted something")
+
+	n, err := h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, IDs: given})
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the dead letters among %q", given)
+	require.Equal(t, counts{Ready: 1, Delayed: 1, Pending: 1, Dead: 1}, countsOf(stats(t, h, topic, group)))
+	dls := deadLetters(t, h, topic, group, 0, 10)
+	require.Len(t, dls, 1)
+	require.Equal(t, kept, dls[0].ID)
+	require.Equal(t, payloads[kept], string(dls[0].Envelope.Payload))
+	n, err = h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, IDs: given})
+	require.NoError(t, err)
+	require.Zero(t, n, "a second purge of the same IDs")
+
+	// The skipped messages are where they were, whole.
+	ack, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "holder", Items: held(holder)})
+	require.NoError(t, err)
+	require.Equal(t, pubsub.AckResult{Acked: 1}, ack, "the pending message's holder still holds it")
+	got := claimN(t, h, topic, group, "c", 1, time.Minute)[0]
+	require.Equal(t, ready, got.ID)
+	require.NoError(t, got.Err)
+	require.Equal(t, payloads[ready], string(got.Envelope.Payload))
+	a := h.Admin
+	if a == nil {
+		a, _ = h.Backend.(pubsub.Admin)
+	}
+	if a != nil {
+		require.NoError(t, a.RunMessage(ctx, &pubsub.MessageParams{Topic: topic, Group: group, ID: delayed}), "the delayed message")
+		got = claimN(t, h, topic, group, "c", 1, time.Minute)[0]
+		require.Equal(t, delayed, got.ID)
+		require.NoError(t, got.Err)
+		require.Equal(t, payloads[delayed], string(got.Envelope.Payload))
+	}
+
+	// The other group keeps its copy of every message, its dead letter included.
+	dls = deadLetters(t, h, topic, other, 0, 10)
+	require.Len(t, dls, 1)
+	require.Equal(t, shared.ID, dls[0].ID)
+	require.Equal(t, payloads[shared.ID], string(dls[0].Envelope.Payload))
+	for _, d := range claimN(t, h, topic, other, "c", len(rest), time.Minute) {
+		require.NoError(t, d.Err)
+		require.Equal(t, payloads[d.ID], string(d.Envelope.Payload), "the other group's copy of %s", d.ID)
+	}
 }
 
 // A message that always fails is delivered MaxDeliveries times, then waits in the dead-letter

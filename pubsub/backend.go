@@ -69,7 +69,8 @@ type Backend interface {
 	// given, or all of them when p.All. It returns how many were requeued.
 	RequeueDeadLetters(ctx context.Context, p *RequeueParams) (int, error)
 
-	// PurgeDeadLetters deletes a group's dead letters for good and returns how many.
+	// PurgeDeadLetters deletes a group's dead letters for good: the IDs given, else the oldest
+	// p.Limit, or all of them. It returns how many it deleted.
 	PurgeDeadLetters(ctx context.Context, p *PurgeParams) (int, error)
 
 	// Groups lists the groups registered on a topic.
@@ -279,6 +280,15 @@ type RequeueParams struct {
 type PurgeParams struct {
 	Topic string
 	Group string
+	// IDs, when not empty, purges exactly those of them that are dead letters of the group
+	// when the purge runs; the count returned says how many. An ID that is not one (unknown,
+	// or requeued and since ready, delayed or pending) is skipped and left as it is; one given
+	// twice counts once. Each chunk of at most the backend's batch size is checked and purged
+	// in one atomic step, so a letter requeued between listing and purging is never deleted.
+	// The topic's other groups keep their copy. Limit must be 0 with IDs (else a
+	// *ConfigError). An empty IDs is no selection: Limit decides, and 0 purges every dead
+	// letter, so a caller purging what a user selected must not call with an empty one.
+	IDs []string
 	// Limit, when positive, purges at most that many dead letters, oldest first, so a tool
 	// that showed "N dead letters" deletes no more than those; 0 purges them all.
 	Limit int

@@ -120,6 +120,48 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	require.Equal(t, []string{"g:g:counters", "meta", "registry"}, e.Keys("t"))
 }
 
+// A purge by IDs goes in calls of at most BatchSize ids and deletes only the group's dead
+// letters among them; a body goes with the last group that held it.
+func TestPurgeByIDsWorksInBatchesAndKeepsOtherGroupsBodies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
+	k, ko := e.gk("t", "g"), e.gk("t", "other")
+	e.EnsureGroup("t", "g")
+	e.EnsureGroup("t", "other")
+	ids := e.Publish("t", "a", "b", "c", "d", "e")
+	var items []pubsub.NackItem
+	for _, d := range e.claimAll("t", "g", "c", 5) {
+		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
+	}
+	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
+	d := e.Claim("t", "other", "c", 1)[0]
+	require.Equal(t, ids[0], d.ID)
+	require.Equal(t, 1, e.Nack("t", "other", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true}).DeadLettered)
+
+	_, err := e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g", IDs: ids[:1], Limit: 1})
+	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	var ce *pubsub.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "PurgeParams.Limit", ce.Field)
+
+	// Three calls: {0, 404}, {1, 0 again}, {3}.
+	n, err := e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g", IDs: []string{ids[0], "404", ids[1], ids[0], ids[3]}})
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.ElementsMatch(t, []string{ids[2], ids[4]}, e.ZMembers(k.dead))
+	require.Len(t, e.Hash(k.deadInfo), 2)
+	require.Equal(t, []string{ids[0]}, e.ZMembers(ko.dead), "the other group's dead letter")
+	require.Len(t, e.Hash(k.topic.bodies), 5, "the other group holds every body")
+	require.Equal(t, map[string]string{ids[0]: "1", ids[1]: "1", ids[2]: "2", ids[3]: "1", ids[4]: "2"}, e.Hash(k.topic.refs))
+
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "other", IDs: ids[:2]})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only ids[0] is a dead letter of other; ids[1] is ready there")
+	require.NotContains(t, e.Hash(k.topic.bodies), ids[0], "purged by its last group")
+	require.ElementsMatch(t, ids[1:], e.readyIDs(ko.ready))
+	require.False(t, e.Exists(ko.dead))
+}
+
 func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -95,13 +95,14 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParam
 	return total, nil
 }
 
-// PurgeDeadLetters deletes the group's dead letters, oldest first (at most p.Limit when it is
-// positive), in purge.lua calls of at most
-// Options.BatchSize each. With DeleteOnAck, entries no other group needs go too.
+// PurgeDeadLetters deletes the group's dead letters given by p.IDs, or else the oldest (at
+// most p.Limit when it is positive), in purge.lua calls of at most Options.BatchSize each,
+// each atomic. IDs that are not dead letters of the group are skipped. With DeleteOnAck,
+// entries no other group needs go too.
 func (b *Backend) PurgeDeadLetters(ctx context.Context, p *pubsub.PurgeParams) (int, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
-	return backendkit.Purge(ctx, b.client, purgeScript, k.purgeKeys(), b.opts.BatchSize, p.Limit, b.deleteOnAck())
+	return backendkit.Purge(ctx, b.client, purgeScript, k.purgeKeys(), b.opts.BatchSize, p, b.deleteOnAck())
 }

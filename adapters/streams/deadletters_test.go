@@ -119,6 +119,44 @@ func TestPurgeDeletesDeadLettersAndWithDeleteOnAckTheirEntries(t *testing.T) {
 	require.Equal(t, []string{"g:g:counters", "g:g:leases", "g:other:counters", "g:other:leases", "published", "stream"}, e.Keys("t"))
 }
 
+// A purge by IDs deletes only the group's dead letters among them, in calls of at most
+// BatchSize ids; with delete-on-ack, a purged letter's entry goes once no group needs it.
+func TestPurgeByIDsDeletesOnlyThoseDeadLettersAndWithDeleteOnAckTheirEntries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, deleteOnAck, func(o *Options) { o.BatchSize = 2 })
+	k := e.gk("t", "g")
+	e.EnsureGroup("t", "g")
+	e.EnsureGroup("t", "other")
+	ids := e.Publish("t", "1", "2", "3", "4")
+	for _, d := range e.Claim("t", "g", "c", 4) {
+		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true})
+	}
+	// other is done with all but ids[3].
+	e.Ack("t", "other", "c", e.Claim("t", "other", "c", 3)...)
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: ids[2:3]})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	// Calls {0, 1-1}, {1, 0 again}, {2, 3}: 2 is in the PEL again, 3 is needed by other.
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g",
+		IDs: []string{ids[0], "1-1", ids[1], ids[0], ids[2], ids[3]}})
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Empty(t, e.deadLetterIDs("t", "g", 10))
+	require.NotContains(t, e.Keys("t"), "g:g:dead")
+	require.NotContains(t, e.Keys("t"), "g:g:dead_order")
+	require.Empty(t, e.Hash(k.topic.deadRefs))
+	require.Equal(t, map[string]pel{ids[2]: {ParkedConsumer, 0}}, e.pel("t", "g"), "the requeued one is untouched")
+	require.Equal(t, counts{Ready: 1}, e.counts("t", "g"))
+	entries, err := e.C.XRange(e.Ctx, k.topic.stream, "-", "+").Result()
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	require.Equal(t, []string{ids[2], ids[3]}, []string{entries[0].ID, entries[1].ID},
+		"entries no group needs are deleted; those g or other still needs are kept")
+	require.Equal(t, ids[2:3], adaptertest.IDs(e.Claim("t", "g", "c", 10)))
+	require.Equal(t, ids[3:], adaptertest.IDs(e.Claim("t", "other", "c", 10)))
+}
+
 func TestDeadLetterOfACorruptEntryKeepsItsBytes(t *testing.T) {
 	t.Parallel()
 	eachFormat(t, func(t *testing.T, e *env) {

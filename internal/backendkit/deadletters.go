@@ -80,14 +80,35 @@ func Requeue(ctx context.Context, client redis.Scripter, script *redis.Script, k
 	return total, nil
 }
 
-// Purge runs an adapter's purge.lua, with ARGV n (at most batch) then extra, until a call
-// deletes fewer than it was asked to or limit (when positive) are deleted, and returns how
-// many were deleted in all (so far, when a call fails).
-func Purge(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch, limit int, extra ...any) (int, error) {
+// Purge runs an adapter's purge.lua for p. By IDs: p.IDs in chunks of batch, each call with
+// ARGV batch, then extra, then the chunk; the script purges those that are dead letters and
+// returns how many. Else: ARGV n (at most batch) then extra, until a call deletes fewer than
+// it was asked to or p.Limit (when positive) are deleted. It returns how many were deleted in
+// all (so far, when a call fails).
+func Purge(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, p *pubsub.PurgeParams, extra ...any) (int, error) {
+	limit := p.Limit
 	if limit < 0 {
 		return 0, &pubsub.ConfigError{Field: "PurgeParams.Limit", Reason: "must not be negative"}
 	}
+	if len(p.IDs) > 0 && limit != 0 {
+		return 0, &pubsub.ConfigError{Field: "PurgeParams.Limit", Reason: "must be 0 when IDs are given"}
+	}
 	total := 0
+	if len(p.IDs) > 0 {
+		for ids := range slices.Chunk(p.IDs, batch) {
+			args := make([]any, 0, 1+len(extra)+len(ids))
+			args = append(append(args, batch), extra...)
+			for _, id := range ids {
+				args = append(args, id)
+			}
+			got, err := script.Run(ctx, client, keys, args...).Int()
+			if err != nil {
+				return total, err
+			}
+			total += got
+		}
+		return total, nil
+	}
 	for limit == 0 || total < limit {
 		n := batch
 		if limit > 0 {

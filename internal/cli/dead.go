@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +35,7 @@ when they were dead-lettered, and never delivered again until requeued.
   relq dead ls      --topic T --group G [--limit N] [--offset M]
   relq dead show    --topic T --group G ID
   relq dead requeue --topic T --group G (ID... | --all)
-  relq dead purge   --topic T --group G --all [--yes]
+  relq dead purge   --topic T --group G (ID... | --all) [--yes]
 
 Redis, prefix and backend are chosen as for relq stats (see relq stats --help).`,
 	})
@@ -261,8 +262,7 @@ requeued.`,
 				return d.s.explain(fmt.Errorf("requeue: %w", err))
 			}
 			if !all && n < len(ids) {
-				return fmt.Errorf("%d of the %d IDs given are not dead letters of %s (relq dead ls lists them)",
-					len(ids)-n, len(ids), d.name())
+				return d.notDead(len(ids)-n, len(ids))
 			}
 			return nil
 		},
@@ -274,23 +274,24 @@ requeued.`,
 func newDeadPurgeCommand(env Env, opts *deadOptions) *cobra.Command {
 	var all, yes bool
 	cmd := &cobra.Command{
-		Use:   "purge --all [--yes]",
-		Short: "Delete all of a group's dead letters for good",
-		Long: `purge deletes every dead letter of the group, for good. It says how many and asks for
-confirmation (y/N, read from standard input) unless --yes is given; when standard input is
-not a terminal, where nobody sees the question, it refuses without --yes.
+		Use:   "purge (ID... | --all) [--yes]",
+		Short: "Delete dead letters of a group for good: those given by ID, or all",
+		Long: `purge deletes the dead letters of the group given by ID, or all of them with --all, for
+good; the topic's other groups keep their copy. It says which (or how many) and where, and
+asks for confirmation (y/N, read from standard input) unless --yes is given; when standard
+input is not a terminal, where nobody sees the question, it refuses without --yes.
 
-Purging chosen dead letters by ID is not supported yet: the Backend contract's
-PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all.`,
-		Example: `  relq dead purge --topic orders --group billing --all
+By ID, a message is deleted only if it is still a dead letter of the group when the purge
+runs (checked and deleted in one atomic step per batch of IDs): an ID that is not one
+(unknown, or requeued meanwhile and now ready, delayed or pending) is left as it is, and
+makes the command fail, after the others are purged. With --all, only the dead letters
+counted for the question are deleted: one that arrives while it waits is kept.`,
+		Example: `  relq dead purge --topic orders --group billing 42 43
+  relq dead purge --topic orders --group billing --all
   relq dead purge --topic orders --group billing --all --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return errors.New("purging chosen dead letters by ID is not supported (the backends' PurgeDeadLetters " +
-					"takes no IDs): purge --all, or requeue the ones you want to keep first")
-			}
-			if !all {
-				return errors.New("purge deletes every dead letter of the group: say so with --all")
+			if all == (len(args) > 0) {
+				return usageError(cmd, "give the IDs of the dead letters to purge, or --all to purge every one")
 			}
 			ctx := cmd.Context()
 			d, err := opts.open(ctx, env)
@@ -298,21 +299,30 @@ PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all
 				return err
 			}
 			defer d.s.Close()
-			b := d.ref.backend
 			out := cmd.OutOrStdout()
 			total, err := d.total(ctx)
 			if err != nil {
 				return err
 			}
+			ids := uniqueIDs(args)
 			if total == 0 {
 				fmt.Fprintf(out, "No dead letters in %s: nothing to purge.\n", d.describe())
+				if !all {
+					return d.notDead(len(ids), len(ids))
+				}
 				return nil
 			}
-			all := "all " + num(total) + " dead letters"
-			if total == 1 {
-				all = "the 1 dead letter"
+			p := &pubsub.PurgeParams{Topic: d.ref.topic, Group: d.group, IDs: ids}
+			what := purgeIDsWhat(ids)
+			if all {
+				// Only those counted here: a letter that dies while the question waits is kept.
+				p.Limit = int(total)
+				what = "all " + num(total) + " dead letters"
+				if total == 1 {
+					what = "the 1 dead letter"
+				}
 			}
-			ok, err := confirm(env, yes, "dead purge", fmt.Sprintf("Delete %s of %s at %s for good?", all, d.describe(), d.s.where))
+			ok, err := confirm(env, yes, "dead purge", fmt.Sprintf("Delete %s of %s at %s for good?", what, d.describe(), d.s.where))
 			if err != nil {
 				return err
 			}
@@ -320,16 +330,60 @@ PurgeDeadLetters takes no IDs. Requeue the ones to keep first, or purge them all
 				fmt.Fprintln(out, "Nothing purged.")
 				return errNotConfirmed("purge")
 			}
-			n, err := b.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: d.ref.topic, Group: d.group, Limit: int(total)})
+			n, err := d.ref.backend.PurgeDeadLetters(ctx, p)
 			if n > 0 || err == nil {
 				fmt.Fprintf(out, "Purged %d dead letter%s of %s.\n", n, plural(n), d.describe())
 			}
-			return d.s.explain(err)
+			if err != nil {
+				return d.s.explain(fmt.Errorf("purge: %w", err))
+			}
+			if !all && n < len(ids) {
+				return d.notDead(len(ids)-n, len(ids))
+			}
+			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "purge every dead letter of the group (required)")
+	cmd.Flags().BoolVar(&all, "all", false, "purge every dead letter of the group")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
+}
+
+// purgeIDsShown is how many IDs the question of dead purge names before "and N more".
+const purgeIDsShown = 10
+
+// purgeIDsWhat names the dead letters given by ID in purge's question: "dead letter 42",
+// "the 2 dead letters 42, 43", "the 25 dead letters 1, 2, ..., 10 and 15 more".
+func purgeIDsWhat(ids []string) string {
+	if len(ids) == 1 {
+		return "dead letter " + oneLine(ids[0])
+	}
+	shown := make([]string, 0, purgeIDsShown)
+	for _, id := range ids[:min(len(ids), purgeIDsShown)] {
+		shown = append(shown, oneLine(id))
+	}
+	what := fmt.Sprintf("the %d dead letters %s", len(ids), strings.Join(shown, ", "))
+	if more := len(ids) - len(shown); more > 0 {
+		what += fmt.Sprintf(" and %d more", more)
+	}
+	return what
+}
+
+// uniqueIDs returns ids without repeats, in the order given.
+func uniqueIDs(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// notDead is the error for IDs given that were not dead letters of the group: of them, skipped.
+func (d *deadTarget) notDead(skipped, of int) error {
+	return fmt.Errorf("%d of the %d IDs given are not dead letters of %s (relq dead ls lists them)", skipped, of, d.name())
 }
 
 func plural(n int) string {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -158,12 +159,72 @@ func TestDeadPurgeAsksFirst(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "No dead letters in orders/billing")
 
-	code, _, errOut := f.run("dead", "purge", "--topic", "orders", "--group", "billing", "7")
+	code, _, errOut := f.run("dead", "purge", "--topic", "orders", "--group", "billing")
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, "purging chosen dead letters by ID is not supported")
-	code, _, errOut = f.run("dead", "purge", "--topic", "orders", "--group", "billing")
+	require.Contains(t, errOut, "relq: give the IDs of the dead letters to purge, or --all to purge every one\nusage: relq dead purge")
+	code, _, errOut = f.run("dead", "purge", "--topic", "orders", "--group", "billing", "--all", "7")
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, "say so with --all")
+	require.Contains(t, errOut, "give the IDs of the dead letters to purge, or --all")
+}
+
+// purge by ID asks first, deletes only what is a dead letter of the group when it runs, and
+// fails naming how many IDs it left: one requeued and claimed meanwhile stays pending.
+func TestDeadPurgeByIDs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ids := fillDead(f)
+	n, err := f.list.RequeueDeadLetters(context.Background(), &pubsub.RequeueParams{Topic: "orders", Group: "billing", IDs: ids[4:]})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	f.claim(f.list, "orders", "billing", 2) // ids[4] and the message that was ready: pending now
+	base := []string{"dead", "purge", "--topic", "orders", "--group", "billing"}
+	chosen := append(append([]string{}, base...), ids[1], ids[0], ids[4], "999", ids[0])
+
+	code, out, errOut := f.runIn("n\n", chosen...)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "Delete the 4 dead letters "+ids[1]+", "+ids[0]+", "+ids[4]+", 999"+
+		` of orders/billing (list backend, prefix "`+f.prefix+`") at redis://`)
+	require.Contains(t, errOut, "for good? [y/N] ")
+	require.Contains(t, out, "Nothing purged.")
+	require.Equal(t, int64(4), f.stats(f.list, "orders", "billing").Dead)
+
+	code, out, errOut = f.runIn("y\n", chosen...)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "Purged 2 dead letters of orders/billing (list backend")
+	require.Contains(t, errOut, "relq: 2 of the 4 IDs given are not dead letters of orders/billing (relq dead ls lists them)")
+	st := f.stats(f.list, "orders", "billing")
+	require.Equal(t, int64(2), st.Dead)
+	require.Equal(t, int64(2), st.Pending, "the requeued letter, claimed since, is not purged")
+	dls, err := f.list.DeadLetters(context.Background(), &pubsub.DeadLettersParams{Topic: "orders", Group: "billing"})
+	require.NoError(t, err)
+	require.Len(t, dls, 2)
+	require.Equal(t, []string{ids[2], ids[3]}, []string{dls[0].ID, dls[1].ID})
+
+	code, out, errOut = f.run(append(base, ids[2], "-y")...)
+	require.Equal(t, 0, code)
+	require.NotContains(t, errOut, "[y/N]")
+	require.Contains(t, out, "Purged 1 dead letter of orders/billing")
+	code, out, errOut = f.runIn("y\n", append(base, ids[3])...)
+	require.Equal(t, 0, code)
+	require.Contains(t, errOut, "Delete dead letter "+ids[3]+" of orders/billing")
+	require.Contains(t, out, "Purged 1 dead letter of orders/billing")
+
+	code, out, errOut = f.run(append(base, ids[3], "--yes")...)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "No dead letters in orders/billing")
+	require.Contains(t, errOut, "relq: 1 of the 1 IDs given are not dead letters of orders/billing")
+	require.Equal(t, int64(2), f.stats(f.list, "orders", "billing").Pending)
+}
+
+func TestPurgeIDsWhat(t *testing.T) {
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, fmt.Sprint(i+1))
+	}
+	require.Equal(t, "dead letter 1", purgeIDsWhat(ids[:1]))
+	require.Equal(t, "the 2 dead letters 1, 2", purgeIDsWhat(ids[:2]))
+	require.Equal(t, "the 12 dead letters 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more", purgeIDsWhat(ids))
+	require.Equal(t, `dead letter a\x1b[31m`, purgeIDsWhat([]string{"a\x1b[31m"}), "escaped for the terminal")
 }
 
 func TestDeadPurgeWithYesDoesNotAsk(t *testing.T) {

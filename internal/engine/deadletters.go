@@ -31,12 +31,12 @@ func (e *Engine) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParams
 	return backendkit.Requeue(ctx, e.client, e.scripts["requeue"], e.Keys(p.Topic, p.Group).all, e.store.BatchSize, p)
 }
 
-// PurgeDeadLetters deletes the group's dead letters, oldest first (at most p.Limit when it is
-// positive), in purge.lua calls of at most BatchSize each; a body goes with the last group
-// that held it.
+// PurgeDeadLetters deletes the group's dead letters given by p.IDs, or else the oldest (at
+// most p.Limit when it is positive), in purge.lua calls of at most BatchSize each, each atomic;
+// a body goes with the last group that held it. IDs that are not dead letters are skipped.
 func (e *Engine) PurgeDeadLetters(ctx context.Context, p *pubsub.PurgeParams) (int, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
 	}
-	return backendkit.Purge(ctx, e.client, e.scripts["purge"], e.Keys(p.Topic, p.Group).all, e.store.BatchSize, p.Limit)
+	return backendkit.Purge(ctx, e.client, e.scripts["purge"], e.Keys(p.Topic, p.Group).all, e.store.BatchSize, p)
 }

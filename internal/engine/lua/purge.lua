@@ -1,13 +1,29 @@
--- purge.lua: delete up to N of a group's oldest dead letters, and each body once no group
--- holds it any more.
+-- purge.lua: delete dead letters of a group for good: the ids given, or up to N of the
+-- oldest; and each body once no group holds it any more. An id given that is not a dead
+-- letter of the group (unknown, or requeued and now ready, delayed or pending) is skipped:
+-- only the dead-letter store is read and written, so nothing else of the group is touched.
 --
 -- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
--- ARGV[1] -> N
+-- ARGV[1] -> N: with no ids after it, delete the N oldest dead letters
+-- ARGV[2..] -> ids to delete
+-- Per call: one ZRANGE of the N oldest or one ZMSCORE of the ids, then one ZREM and one HDEL,
+-- and unref's HMGET and writes: O(ids · log N).
 -- Returns the number deleted.
 
 local k = keys_at(TOPIC_KEYS + 1)
 drain_ok(k.meta)
-local ids = redis.call('ZRANGE', k.dead, 0, tonumber(ARGV[1]) - 1)
+local ids = {}
+if #ARGV == 1 then
+  ids = redis.call('ZRANGE', k.dead, 0, tonumber(ARGV[1]) - 1)
+else
+  local given = {}
+  for i = 2, #ARGV do given[#given + 1] = ARGV[i] end
+  given = dedupe(given)
+  local scores = redis.call('ZMSCORE', k.dead, unpack(given))
+  for i, id in ipairs(given) do
+    if scores[i] then ids[#ids + 1] = id end
+  end
+end
 if #ids == 0 then return 0 end
 call_chunked('ZREM', k.dead, ids, 1)
 call_chunked('HDEL', k.info, ids, 1)
