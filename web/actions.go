@@ -184,21 +184,18 @@ func purge(ctx context.Context, f *form) (string, string, error) {
 		n, err := f.a.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: f.topic, Group: f.group, Limit: f.limit})
 		return fmt.Sprintf("Purged %s dead letter%s.", num(int64(n)), plural(n)), f.deadLink(), err
 	}
-	n := 0
-	for _, id := range f.targets() {
-		m, err := f.a.Message(ctx, &pubsub.MessageParams{Topic: f.topic, Group: f.group, ID: id})
-		if err == nil && m.State != pubsub.StateDead {
-			continue // requeued meanwhile: purge only dead letters
-		}
-		err = f.a.DeleteMessage(ctx, &pubsub.MessageParams{Topic: f.topic, Group: f.group, ID: id})
-		switch {
-		case err == nil:
-			n++
-		case !isNotFound(err):
-			return "", f.deadLink(), fmt.Errorf("purged %d dead letter%s, then: %w", n, plural(n), err)
-		}
+	ids := f.targets()
+	if len(ids) == 0 {
+		return "", "", &httpError{code: http.StatusBadRequest, msg: "no dead letter selected"}
 	}
-	return fmt.Sprintf("Purged %d dead letter%s.", n, plural(n)), f.deadLink(), nil
+	// One atomic purge: an ID that is no longer a dead letter (requeued meanwhile, maybe
+	// already claimed) is skipped, never deleted.
+	n, err := f.a.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: f.topic, Group: f.group, IDs: ids})
+	done := fmt.Sprintf("Purged %d dead letter%s.", n, plural(n))
+	if skipped := len(ids) - n; err == nil && skipped > 0 {
+		done += fmt.Sprintf(" %d of those chosen were no longer dead letters and were kept.", skipped)
+	}
+	return done, f.deadLink(), err
 }
 
 func isNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
@@ -279,6 +276,9 @@ func (h *Handler) readForm(r *http.Request) (*form, error) {
 		ids: r.PostForm["ids"], all: r.PostFormValue("all") == "yes", back: r.PostFormValue("back")}
 	if one := r.PostFormValue("one"); one != "" {
 		f.id = one
+	}
+	if len(f.ids) > h.opts.PageSize { // a page's checkboxes at most
+		return nil, &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf("%d messages chosen: at most %d at a time", len(f.ids), h.opts.PageSize)}
 	}
 	if err := pubsub.ValidateName("topic", f.topic); err != nil {
 		return nil, err

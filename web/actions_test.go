@@ -241,3 +241,37 @@ func TestAllowedHosts(t *testing.T) {
 	}
 	require.False(t, s.paused())
 }
+
+// TestPurgeSelectedKeepsWhatWasRequeued answers a purge confirmation after one of the chosen
+// letters was requeued and claimed meanwhile: that one is kept, pending, and only the other
+// is purged.
+func TestPurgeSelectedKeepsWhatWasRequeued(t *testing.T) {
+	s := newSite(t, "list", nil)
+	s.env.EnsureGroup("orders", "billing")
+	a := s.deadLetter("orders", "billing", "a", "bad")
+	b := s.deadLetter("orders", "billing", "b", "bad")
+	f := groupForm("list")
+	f["ids"] = []string{a, b}
+	code, _, body := s.post("/purge", f)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Purge 2 dead letters")
+
+	n, err := s.env.B.RequeueDeadLetters(ctxT(t), &pubsub.RequeueParams{Topic: "orders", Group: "billing", IDs: []string{a}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	claimed := s.env.Claim("orders", "billing", "worker", 1)
+	require.Len(t, claimed, 1)
+
+	code, loc, _ := s.confirm("/purge", body)
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Contains(t, s.page("/"+loc), "Purged 1 dead letter. 1 of those chosen were no longer dead letters and were kept.")
+	st := s.env.Stats("orders", "billing")
+	require.EqualValues(t, 0, st.Dead)
+	require.EqualValues(t, 1, st.Pending, "the requeued letter, claimed since, is still held")
+	require.Equal(t, 1, s.env.Ack("orders", "billing", "worker", claimed...).Acked)
+
+	f["ids"] = make([]string, 51) // more than a page of checkboxes
+	code, _, body = s.post("/purge", f)
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, body, "at most 50 at a time")
+}
