@@ -124,18 +124,22 @@ func (c *catalog) start() {
 		defer close(done)
 		defer c.h.wg.Done()
 		ctx, cancel := context.WithTimeout(c.h.ctx, time.Minute)
-		rows, err := c.discover(ctx)
+		rows, failed, err := c.discover(ctx)
 		cancel()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.running = false
 		c.err = err
-		if err == nil || first {
-			for _, f := range c.forgets {
-				rows = slices.DeleteFunc(rows, f.covers)
+		for _, r := range c.rows { // a backend that failed keeps the rows found before
+			if failed[r.Backend] {
+				rows = append(rows, r)
 			}
-			c.rows, c.at = rows, time.Now()
 		}
+		sortRows(rows, c.h.opts.Backends)
+		for _, f := range c.forgets {
+			rows = slices.DeleteFunc(rows, f.covers)
+		}
+		c.rows, c.at = rows, time.Now()
 		c.forgets = nil
 		if err != nil {
 			c.h.log.Error("relq web: topic discovery failed", "error", err)
@@ -146,27 +150,34 @@ func (c *catalog) start() {
 	}()
 }
 
-// discover lists every topic and group of every backend, sorted by topic, then backend,
-// then group.
-func (c *catalog) discover(ctx context.Context) ([]row, error) {
-	var rows []row
+// discover lists every topic and group of every backend. A backend whose listing fails is
+// named in failed, and its error joined into err; the others' rows are returned.
+func (c *catalog) discover(ctx context.Context) (rows []row, failed map[string]bool, err error) {
+	failed = map[string]bool{}
+	var errs []error
 	for _, b := range c.h.opts.Backends {
 		topics, err := b.Admin.ListTopics(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("%s backend: list topics: %w", b.Name, err)
+			failed[b.Name] = true
+			errs = append(errs, fmt.Errorf("%s backend: list topics: %w", b.Name, err))
+			continue
 		}
 		for _, t := range topics {
 			rows = append(rows, topicRows(b.Name, t)...)
 		}
 	}
+	return rows, failed, errors.Join(errs...)
+}
+
+// sortRows sorts rows by topic, then in the order of the backends, then by group.
+func sortRows(rows []row, backends []Backend) {
 	order := map[string]int{}
-	for i, b := range c.h.opts.Backends {
+	for i, b := range backends {
 		order[b.Name] = i
 	}
 	slices.SortStableFunc(rows, func(a, b row) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(order[a.Backend], order[b.Backend]), cmp.Compare(a.Group, b.Group))
 	})
-	return rows, nil
 }
 
 // topicRows are the overview rows of one topic: one per group, or one for its backlog.

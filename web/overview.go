@@ -58,7 +58,7 @@ func (h *Handler) overviewRows(r *http.Request) (*overviewView, error) {
 	v := &overviewView{Query: r.FormValue("q"), Discovered: at, PageSize: h.opts.PageSize, Multi: len(h.opts.Backends) > 1,
 		DiscoverIn: max(0, time.Until(at.Add(h.opts.DiscoverEvery)))}
 	if err != nil {
-		v.Err = "topic discovery failed, showing the topics found before: " + err.Error()
+		v.Err = "topic discovery failed (the rows of a backend that failed are those found before): " + err.Error()
 	}
 	rows := all
 	if v.Query != "" {

@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/web"
 )
 
 // TestPagesShowEveryState renders every page on each backend with a message in every state
@@ -84,4 +88,31 @@ func TestMissingThingsAre404(t *testing.T) {
 		require.Contains(t, body, want, path)
 		require.True(t, strings.Contains(body, `id="error"`), path)
 	}
+}
+
+// failingAdmin is a backend whose topic discovery fails: Redis refusing its SCAN, say.
+type failingAdmin struct{ pubsub.Admin }
+
+func (failingAdmin) ListTopics(context.Context) ([]pubsub.TopicInfo, error) {
+	return nil, errors.New("NOPERM this user has no permissions to run the 'scan' command")
+}
+
+// TestOverviewOfEveryBackend shows the three backends on one overview, each row naming its
+// backend, and a fourth whose discovery fails: the error is shown above the others' rows.
+func TestOverviewOfEveryBackend(t *testing.T) {
+	c, prefix := adaptertest.Server(t)
+	var backends []web.Backend
+	for _, name := range []string{"list", "zset", "streams"} {
+		b := backendOf(t, c, name, prefix)
+		require.NoError(t, b.EnsureGroup(ctxT(t), &pubsub.EnsureGroupParams{Topic: name + "-topic", Group: "g"}))
+		backends = append(backends, web.Backend{Name: name, Admin: b.(pubsub.Admin)})
+	}
+	backends = append(backends, web.Backend{Name: "broken", Admin: failingAdmin{backends[0].Admin}})
+	s := newSiteOn(t, c, prefix, "list", func(o *web.Options) { o.Backends = backends })
+	body := s.page("/")
+	for _, name := range []string{"list", "zset", "streams"} {
+		require.Contains(t, body, `data-key="`+name+` `+name+`-topic g"`)
+		require.Contains(t, body, "<td>"+name+"</td>", "the backend column")
+	}
+	require.Contains(t, body, "broken backend: list topics: NOPERM")
 }
