@@ -163,7 +163,8 @@ func confirmPurge(ctx context.Context, f *form) (*confirmView, error) {
 			return nil, err
 		}
 		c.Question = fmt.Sprintf("Purge all %s dead letters of %s / %s?", num(st.Dead), f.topic, f.group)
-		// Only those counted here: a letter that dies while the page is open is kept.
+		// At most those counted here, oldest first: letters that die while the question is
+		// open are kept, unless others are requeued meanwhile.
 		c.Fields = []kv{{"limit", strconv.FormatInt(st.Dead, 10)}}
 		return c, nil
 	}
@@ -245,10 +246,11 @@ func (h *Handler) act(a action) http.HandlerFunc {
 			}
 		}
 		done, next, err := a.run(r.Context(), f)
-		switch a.deletes {
-		case "group":
+		switch gone := err == nil || isNotFound(err); { // a failed delete leaves its rows
+		case !gone:
+		case a.deletes == "group":
 			h.catalog.forget(f.backend, f.topic, f.group)
-		case "topic":
+		case a.deletes == "topic":
 			h.catalog.forget(f.backend, f.topic, "")
 		}
 		if err != nil {

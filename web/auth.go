@@ -92,7 +92,7 @@ func (h *Handler) secure(r *http.Request) bool { return r.TLS != nil || h.opts.S
 // safeNext turns the login page's next (a dashboard path such as "/group?b=list&t=orders",
 // as authorized wrote it) into a reference relative to the dashboard's root, or "" (the
 // overview) for anything that could lead elsewhere: a scheme, a host, a backslash, a control
-// character.
+// character, a dot segment.
 func safeNext(next string) string {
 	if next == "" || strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return ""
@@ -100,6 +100,11 @@ func safeNext(next string) string {
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
 		return ""
+	}
+	for _, seg := range strings.Split(u.Path, "/") { // decoded: %2e is a dot here
+		if seg == "." || seg == ".." {
+			return "" // it would climb out of the directory the dashboard is mounted at
+		}
 	}
 	ref := "./" + strings.TrimLeft(u.EscapedPath(), "/")
 	if u.RawQuery != "" {

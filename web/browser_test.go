@@ -43,13 +43,14 @@ func serveWeb(t *testing.T, url string, args ...string) string {
 	}()
 	t.Cleanup(func() {
 		cancel()
+		go func() { _, _ = io.Copy(io.Discard, r) }() // should the scan above have stopped early
 		require.Equal(t, 0, <-done, "relq web exit code")
 	})
 	lines := bufio.NewScanner(r)
 	addr := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+/)`)
 	for lines.Scan() {
 		if m := addr.FindStringSubmatch(lines.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, r) }() // the log of the rest of the run
+			go func() { _, _ = io.Copy(io.Discard, r) }() // its log, for the rest of the run
 			return m[1]
 		}
 		t.Log("relq web: " + lines.Text())
@@ -212,6 +213,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	// Live rates while messages flow.
 	flow, endFlow := context.WithCancel(context.Background())
 	flowed := make(chan struct{})
+	t.Cleanup(func() { endFlow(); <-flowed }) // when a step fails before the flow ends
 	go func() {
 		defer close(flowed)
 		for i := 0; flow.Err() == nil; i++ {

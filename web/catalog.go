@@ -59,7 +59,9 @@ func newCatalog(h *Handler) *catalog { return &catalog{h: h, first: make(chan st
 func (c *catalog) get(ctx context.Context, rescan bool) ([]row, time.Time, error) {
 	c.mu.Lock()
 	age := time.Since(c.at)
-	if !c.running && (!c.started || c.stale || age >= c.h.opts.DiscoverEvery || rescan && age >= rescanMin) {
+	// A stale catalog, or a rescan, starts one no sooner than rescanMin after the last: a
+	// row that keeps reporting its group gone must not make every poll scan the keyspace.
+	if !c.running && (!c.started || age >= c.h.opts.DiscoverEvery || (c.stale || rescan) && age >= rescanMin) {
 		c.start()
 	}
 	wait := c.first

@@ -30,8 +30,16 @@ func (g *gatedAdmin) ListTopics(ctx context.Context) ([]pubsub.TopicInfo, error)
 		return g.Admin.ListTopics(ctx)
 	case 2:
 		topics, err := g.Admin.ListTopics(ctx)
-		g.read <- struct{}{}
-		<-g.release
+		select { // the test may have failed and closed the dashboard: never block its Close
+		case g.read <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		return topics, err
 	}
 	<-ctx.Done()
@@ -52,8 +60,17 @@ func TestDeletedTopicStaysOffTheOverview(t *testing.T) {
 	s.env.EnsureGroup("emails", "sender")
 	require.Contains(t, s.page("/"), `>orders<`) // the first discovery
 
-	s.page("/api/overview") // starts the second, which reads both topics and waits
-	<-gate.read
+	// A page load starts the second once the first is older than DiscoverEvery; it reads
+	// both topics and waits.
+	require.Eventually(t, func() bool {
+		s.page("/api/overview")
+		select {
+		case <-gate.read:
+			return true
+		case <-time.After(5 * time.Millisecond):
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
 	code, _, _ := s.post("/delete-topic", url.Values{"b": {"list"}, "t": {"orders"}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusSeeOther, code)
 	require.NotContains(t, s.page("/"), `>orders<`, "gone at once")

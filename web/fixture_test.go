@@ -68,7 +68,7 @@ func newSiteOn(t *testing.T, c *redis.Client, prefix, backend string, edit func(
 	h, err := web.New(opts)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); h.Close() })
+	t.Cleanup(func() { h.Close(); srv.Close() }) // Close first: it ends what a request may wait for
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -51,7 +51,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) (out, error) 
 
 // overviewRows reads one page of rows: the catalog (no Redis), then one Stats per group row.
 func (h *Handler) overviewRows(r *http.Request) (*overviewView, error) {
-	all, at, err := h.catalog.get(r.Context(), r.FormValue("rescan") != "")
+	// A rescan is a click on the overview's own link (or a typed URL): a page of another
+	// site must not be able to make the dashboard scan the keyspace.
+	site := r.Header.Get("Sec-Fetch-Site")
+	rescan := r.FormValue("rescan") != "" && (site == "" || site == "same-origin" || site == "none")
+	all, at, err := h.catalog.get(r.Context(), rescan)
 	if err != nil && at.IsZero() {
 		return nil, err
 	}

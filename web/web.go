@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path"
 	"slices"
 	"strings"
@@ -53,8 +54,8 @@ type Options struct {
 	SecureCookies bool
 	// DiscoverEvery is how old the topics found by the last discovery (a SCAN of the
 	// keyspace, in the background) may be before a page load starts another; zero: 30 s. A
-	// topic created since shows after at most that long, or at once with the overview's
-	// "Rescan" link.
+	// topic created since shows on the first page load after such a discovery ended, or at
+	// once with the overview's "Rescan" link.
 	DiscoverEvery time.Duration
 	// StuckAfter flags a group whose oldest pending message has been held longer; zero: 5 min.
 	StuckAfter time.Duration
@@ -111,6 +112,7 @@ func New(opts Options) (*Handler, error) {
 		opts.PageSize = PageSizeDefault
 	}
 	opts.PageSize = min(opts.PageSize, pageSizeMax)
+	opts.AllowedHosts = slices.Clone(opts.AllowedHosts)
 	h := &Handler{opts: opts, backends: map[string]pubsub.Admin{}, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -126,6 +128,11 @@ func New(opts Options) (*Handler, error) {
 			return nil, fmt.Errorf("relq web: backend %q named twice", b.Name)
 		}
 		h.backends[b.Name] = b.Admin
+	}
+	for i, a := range opts.AllowedHosts {
+		if h.opts.AllowedHosts[i] = hostName(a); h.opts.AllowedHosts[i] == "" {
+			return nil, fmt.Errorf("relq web: allowed host %q: no host name", a)
+		}
 	}
 	var err error
 	if h.pages, err = parsePages(); err != nil {
@@ -192,16 +199,20 @@ func (h *Handler) hostAllowed(host string) bool {
 	if len(h.opts.AllowedHosts) == 0 {
 		return true
 	}
+	return slices.Contains(h.opts.AllowedHosts, hostName(host))
+}
+
+// hostName is the host name of a Host header or an AllowedHosts entry, compared as they
+// are: without port or brackets, lower case, an IP address in its canonical form.
+func hostName(host string) string {
 	if name, _, err := net.SplitHostPort(host); err == nil {
 		host = name
 	}
-	host = strings.Trim(host, "[]")
-	for _, a := range h.opts.AllowedHosts {
-		if strings.EqualFold(host, strings.Trim(a, "[]")) {
-			return true
-		}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.String()
 	}
-	return false
+	return host
 }
 
 // mountPath is the path the request was made to, without its query.

@@ -28,6 +28,7 @@ type webOptions struct {
 	noAuth   bool
 	stuck    time.Duration
 	hosts    []string
+	secure   bool
 }
 
 func newWebCommand(env Env) *cobra.Command {
@@ -42,7 +43,8 @@ run or delete a message, requeue or purge dead letters, and delete a group or a 
 destructive action asks to confirm first. --read-only refuses them all.
 
 It listens on loopback (127.0.0.1:8080) unless --addr says otherwise, and there answers only
-to localhost, 127.0.0.1 and ::1 (--allow-host adds a name, such as a local proxy's).
+to localhost, 127.0.0.1, ::1 and the address listened on (--allow-host adds a name, such as a
+local proxy's; off loopback, --allow-host names the only ones).
 Authentication, from the environment:
   ` + envWebToken + `=<token>          asked once in a login page (or as Authorization: Bearer)
   ` + envWebBasic + `=<user>:<password>  HTTP basic auth
@@ -61,14 +63,15 @@ Redis: --redis-url, else $REDIS_URL, else ` + DefaultRedisURL + `. See relq stat
 	f.StringVar(&opts.addr, "addr", "127.0.0.1:8080", "host:port to listen on (port 0: any free port)")
 	f.BoolVar(&opts.readOnly, "read-only", false, "show everything, change nothing: every action is refused")
 	f.DurationVar(&opts.stuck, "stuck-after", web.StuckAfterDefault, "flag a group whose oldest pending message has been held longer")
-	f.StringSliceVar(&opts.hosts, "allow-host", nil, "on loopback, another host name to answer to besides localhost, 127.0.0.1 and ::1\n(a proxy's, passed in the Host header); repeatable")
+	f.StringSliceVar(&opts.hosts, "allow-host", nil, "a host name to answer to (a proxy's, passed in the Host header); repeatable.\nOn loopback, besides localhost, 127.0.0.1 and ::1; elsewhere, the only ones")
+	f.BoolVar(&opts.secure, "secure-cookies", false, "mark the cookies Secure: behind a proxy that terminates HTTPS")
 	f.BoolVar(&opts.noAuth, "no-auth", false, "serve an address other than loopback without "+envWebToken+" or "+envWebBasic)
 	opts.conn.addFlags(cmd)
 	return cmd
 }
 
 func runWeb(cmd *cobra.Command, env Env, opts *webOptions) error {
-	wo := web.Options{ReadOnly: opts.readOnly, Token: env.Getenv(envWebToken), StuckAfter: opts.stuck,
+	wo := web.Options{ReadOnly: opts.readOnly, Token: env.Getenv(envWebToken), StuckAfter: opts.stuck, SecureCookies: opts.secure,
 		Logger: slog.New(slog.NewTextHandler(env.Err, nil))}
 	if basic := env.Getenv(envWebBasic); basic != "" {
 		user, pass, ok := strings.Cut(basic, ":")
@@ -80,11 +83,7 @@ func runWeb(cmd *cobra.Command, env Env, opts *webOptions) error {
 	if !loopback(opts.addr) && wo.Token == "" && wo.BasicUser == "" && !opts.noAuth {
 		return fmt.Errorf("--addr %s can be reached from other machines: set %s or %s, or pass --no-auth", opts.addr, envWebToken, envWebBasic)
 	}
-	if loopback(opts.addr) {
-		// Only names of this machine: a page of another site that rebinds its own name to
-		// 127.0.0.1 must not be able to drive the dashboard as if it were its own origin.
-		wo.AllowedHosts = append([]string{"localhost", "127.0.0.1", "::1"}, opts.hosts...)
-	}
+	wo.AllowedHosts = allowedHosts(opts.addr, opts.hosts)
 	ctx := cmd.Context()
 	s, err := opts.conn.connect(ctx, env)
 	if err != nil {
@@ -138,6 +137,25 @@ func runWeb(cmd *cobra.Command, env Env, opts *webOptions) error {
 		return err
 	}
 	return nil
+}
+
+// allowedHosts are the host names relq web answers to on addr. On loopback: this machine's
+// names, the one listened on and those of --allow-host, so that a page of another site that
+// rebinds its own name to 127.0.0.1 cannot drive the dashboard as if it were its own origin.
+// Elsewhere: only --allow-host's and the address listened on when --allow-host is given, any
+// name otherwise (authentication, or --no-auth, was asked for).
+func allowedHosts(addr string, extra []string) []string {
+	host, _, _ := net.SplitHostPort(addr)
+	var hosts []string
+	if loopback(addr) {
+		hosts = []string{"localhost", "127.0.0.1", "::1"}
+	} else if len(extra) == 0 {
+		return nil
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		hosts = append(hosts, host)
+	}
+	return append(hosts, extra...)
 }
 
 // loopback reports whether addr listens on a loopback address only.

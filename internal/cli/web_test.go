@@ -35,3 +35,11 @@ func TestLoopback(t *testing.T) {
 		require.Equal(t, want, loopback(addr), addr)
 	}
 }
+
+func TestAllowedHosts(t *testing.T) {
+	require.Equal(t, []string{"localhost", "127.0.0.1", "::1", "127.0.0.1"}, allowedHosts("127.0.0.1:8080", nil))
+	require.Equal(t, []string{"localhost", "127.0.0.1", "::1", "127.0.0.2", "relq.internal"}, allowedHosts("127.0.0.2:80", []string{"relq.internal"}))
+	require.Nil(t, allowedHosts("0.0.0.0:8080", nil), "off loopback without --allow-host: auth guards it")
+	require.Equal(t, []string{"relq.example"}, allowedHosts("0.0.0.0:8080", []string{"relq.example"}))
+	require.Equal(t, []string{"10.0.0.5", "relq.example"}, allowedHosts("10.0.0.5:8080", []string{"relq.example"}))
+}
