@@ -248,6 +248,23 @@ local function dedupe(ids)
   return out
 end
 
+-- chosen_dead returns the dead letters that a requeue or a purge names: the ids of ARGV[2..]
+-- that are dead letters of the group (each once), or, with none given, the ARGV[1] oldest.
+local function chosen_dead(k)
+  if #ARGV == 1 then
+    return redis.call('ZRANGE', k.dead, 0, tonumber(ARGV[1]) - 1)
+  end
+  local given = {}
+  for i = 2, #ARGV do given[#given + 1] = ARGV[i] end
+  given = dedupe(given)
+  local scores = redis.call('ZMSCORE', k.dead, unpack(given))
+  local ids = {}
+  for i, id in ipairs(given) do
+    if scores[i] then ids[#ids + 1] = id end
+  end
+  return ids
+end
+
 -- first_seq is the ID counter of a topic that has none (new, or created again after its keys
 -- were deleted): the Redis clock in microseconds, so that the IDs of a topic created again
 -- follow those of its earlier life, as long as it issued fewer than one ID a microsecond on

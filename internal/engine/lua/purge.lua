@@ -12,18 +12,7 @@
 
 local k = keys_at(TOPIC_KEYS + 1)
 drain_ok(k.meta)
-local ids = {}
-if #ARGV == 1 then
-  ids = redis.call('ZRANGE', k.dead, 0, tonumber(ARGV[1]) - 1)
-else
-  local given = {}
-  for i = 2, #ARGV do given[#given + 1] = ARGV[i] end
-  given = dedupe(given)
-  local scores = redis.call('ZMSCORE', k.dead, unpack(given))
-  for i, id in ipairs(given) do
-    if scores[i] then ids[#ids + 1] = id end
-  end
-end
+local ids = chosen_dead(k)
 if #ids == 0 then return 0 end
 call_chunked('ZREM', k.dead, ids, 1)
 call_chunked('HDEL', k.info, ids, 1)
