@@ -21,7 +21,6 @@ type overviewView struct {
 	Discovered time.Time
 	DiscoverIn time.Duration
 	Err        string
-	PageSize   int
 	// Multi: the dashboard shows more than one backend, so the rows say which.
 	Multi bool
 }
@@ -59,7 +58,7 @@ func (h *Handler) overviewRows(r *http.Request) (*overviewView, error) {
 	if err != nil && at.IsZero() {
 		return nil, err
 	}
-	v := &overviewView{Query: r.FormValue("q"), Discovered: at, PageSize: h.opts.PageSize, Multi: len(h.opts.Backends) > 1,
+	v := &overviewView{Query: r.FormValue("q"), Discovered: at, Multi: len(h.opts.Backends) > 1,
 		DiscoverIn: max(0, time.Until(at.Add(h.opts.DiscoverEvery)))}
 	if err != nil {
 		v.Err = "topic discovery failed (the rows of a backend that failed are those found before): " + err.Error()

@@ -35,20 +35,11 @@ func preview(m pubsub.MessageInfo) string {
 		_ = json.Compact(&b, p)
 		return cut(b.String(), false)
 	}
-	head := p[:validPrefix(p, 4*previewLen)]
+	head := payload.Head(p, 4*previewLen)
 	if payload.IsText(head) {
 		return cut(strings.Join(strings.Fields(string(head)), " "), len(head) < len(p))
 	}
 	return cut("hex "+hex.EncodeToString(p[:min(len(p), previewLen/2)]), len(p) > previewLen/2)
-}
-
-// validPrefix is the length of p's first n bytes cut back to a whole UTF-8 character.
-func validPrefix(p []byte, n int) int {
-	n = min(n, len(p))
-	for n < len(p) && n > 0 && !utf8.RuneStart(p[n]) {
-		n--
-	}
-	return n
 }
 
 // cut shortens s to previewLen characters, marking what it cut, or what was cut before.

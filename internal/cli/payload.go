@@ -14,7 +14,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/relq/relq/internal/payload"
 )
@@ -50,9 +49,10 @@ func bytesCell(p []byte) string {
 		var b bytes.Buffer
 		_ = json.Compact(&b, p)
 		return jsonSafe(b.String())
-	case payload.IsText(p[:textPrefix(p)]):
-		s := oneLine(string(p[:textPrefix(p)]))
-		if textPrefix(p) < len(p) {
+	case payload.IsText(payload.Head(p, cellBytes)):
+		head := payload.Head(p, cellBytes)
+		s := oneLine(string(head))
+		if len(head) < len(p) {
 			s += "…"
 		}
 		return s
@@ -81,14 +81,4 @@ func jsonSafe(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// textPrefix is the length of p's first cellBytes bytes, cut back to a whole UTF-8
-// character.
-func textPrefix(p []byte) int {
-	n := min(len(p), cellBytes)
-	for n < len(p) && n > 0 && !utf8.RuneStart(p[n]) {
-		n--
-	}
-	return n
 }

@@ -55,6 +55,16 @@ func KindOf(p []byte) Kind {
 	return Binary
 }
 
+// Head is p's first n bytes at most, cut back to a whole UTF-8 character: a prefix that is
+// still text when p is.
+func Head(p []byte, n int) []byte {
+	n = min(n, len(p))
+	for n < len(p) && n > 0 && !utf8.RuneStart(p[n]) {
+		n--
+	}
+	return p[:n]
+}
+
 // Format returns p whole as a person reads it: JSON indented by two spaces, text as it is
 // (CRLF line ends made LF), anything else as a hex dump. It does not escape for any medium:
 // the caller escapes for a terminal or for HTML.
