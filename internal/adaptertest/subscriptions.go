@@ -36,7 +36,10 @@ func ManySubscriptions(t *testing.T, build Build) {
 	require.NoError(t, err)
 	pub, err := pubsub.NewPublisher(h.Backend, pubsub.PublisherConfig{}, nil)
 	require.NoError(t, err)
-	sub, err := pubsub.NewSubscriber(h.Backend, pubsub.SubscriberConfig{Block: time.Minute, Lease: time.Minute}, nil)
+	// The subscriber's log is kept and shown when a message is not delivered: a claim that
+	// failed between BLMOVE and its registration leaves an orphan until OrphanLease (Lease).
+	log := watermill.NewCaptureLogger()
+	sub, err := pubsub.NewSubscriber(h.Backend, pubsub.SubscriberConfig{Block: time.Minute, Lease: time.Minute}, log)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		// Closing the backend first ends the blocked claims, so the Subscriber need not wait
@@ -74,7 +77,7 @@ func ManySubscriptions(t *testing.T, build Build) {
 			require.Equal(t, topicOf(i), string(msg.Payload))
 			msg.Ack()
 		case <-time.After(time.Minute):
-			require.FailNow(t, "not delivered", "topic %s", topicOf(i))
+			require.FailNow(t, "not delivered", "topic %s; the subscriber's errors: %v", topicOf(i), log.Captured()[watermill.ErrorLogLevel])
 		}
 	}
 	noPoolWait("delivering")
