@@ -188,8 +188,16 @@ var (
 	ErrMessageNotFound = errors.New("relq: message not found")
 	// ErrNotDelayed reports RunMessage of a message that is not delayed.
 	ErrNotDelayed = errors.New("relq: message is not delayed")
-	// ErrGroupDeleted reports a subscription, or a call, whose group was deleted.
+	// ErrGroupDeleted reports a subscription, or a call, whose group an operator deleted
+	// (Admin.DeleteGroup or DeleteTopic, through the API, the CLI or the dashboard): the
+	// delete left a tombstone, which lasts the backend's TombstoneTTL (TombstoneTTLDefault).
 	ErrGroupDeleted = errors.New("relq: group deleted")
+	// ErrGroupLost reports a call on a group that is not registered and has no tombstone: its
+	// state vanished from Redis (a restart without persistence, a failover to a replica that
+	// had not synced, FLUSHALL, keys deleted by another client), or it was an ephemeral group
+	// that ended. A running subscription that meets it registers the group again
+	// (Backend.RegisterAgain) and goes on; it is not a delete.
+	ErrGroupLost = errors.New("relq: group not registered (its state vanished)")
 	// ErrNotEphemeral reports Join of a group registered as durable.
 	ErrNotEphemeral = errors.New("relq: group is durable, not ephemeral")
 	// ErrBadCursor reports a cursor that no page of this listing returned.

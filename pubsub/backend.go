@@ -37,9 +37,19 @@ type Backend interface {
 	// expires p.Lease after the Redis clock's now, increments each one's attempt and returns
 	// them. With nothing ready it waits up to p.Block for a message (a bounded blocking
 	// command, never a busy poll), then returns what it has, possibly nothing. A paused group
-	// (Admin.PauseGroup) returns nothing; a group that is not registered (deleted with
-	// Admin.DeleteGroup or DeleteTopic) fails with an error matching ErrGroupDeleted.
+	// (Admin.PauseGroup) returns nothing. A group that is not registered fails with an error
+	// matching ErrGroupDeleted when an operator deleted it (Admin.DeleteGroup or DeleteTopic
+	// left a tombstone), else with one matching ErrGroupLost.
 	Claim(ctx context.Context, p *ClaimParams) ([]Delivery, error)
+
+	// RegisterAgain registers a group again for a running subscription that registered it
+	// before and found it unregistered without a tombstone (ErrGroupLost): see the "vanished
+	// is not deleted" rule at TombstoneTTLDefault. Under a tombstone it registers nothing and
+	// fails with an error matching ErrGroupDeleted. A group registered already (by another
+	// subscription) is left as it is. The topic's first group takes the topic's backlog, as
+	// at any registration. With p.Ephemeral the consumer joins the group, as Ephemeral.Join
+	// does.
+	RegisterAgain(ctx context.Context, p *RegisterAgainParams) (RegisterAgainResult, error)
 
 	// Ack removes deliveries from the group's pending set. Idempotent, and accepted from any
 	// holder: the work is done. Acks of an attempt the caller no longer holds count as stale.
@@ -131,6 +141,40 @@ type EnsureGroupParams struct {
 	// FromOldest makes a new group start from the oldest retained message, where the backend
 	// has Capabilities.NewGroupReplay; otherwise the group starts with the next publish.
 	FromOldest bool
+}
+
+// RegisterAgainParams are the inputs of Backend.RegisterAgain.
+type RegisterAgainParams struct {
+	Topic string
+	Group string
+	// Ephemeral registers an ephemeral group and makes Consumer a member of it for TTL
+	// (Ephemeral.Join); a durable group of the name fails with ErrNotEphemeral.
+	Ephemeral bool
+	Consumer  string
+	TTL       time.Duration
+	// After is the last delivery ID the subscription received, "" for none. A backend that
+	// keeps the topic's history (streams) starts the group after it, or earlier, so that
+	// every message published once the group vanished is delivered; others ignore it.
+	After string
+	// Known is how many re-registrations of the group the subscription knows of (the Times
+	// of its last RegisterAgainResult): the count goes on from it when Redis lost its own.
+	Known int64
+}
+
+// RegisterAgainResult reports what RegisterAgain found and did.
+type RegisterAgainResult struct {
+	// Registered is true when this call registered the group; false when it was registered
+	// already (by another subscription, or another process).
+	Registered bool
+	// Times counts the group's re-registrations so far, and At is the latest (Redis clock).
+	Times int64
+	At    time.Time
+	// Found says, for the log, what Redis held of the topic: nothing of its groups (its keys
+	// were lost), or the topic without this group's registration.
+	Found string
+	// Backlog counts the messages the group took from the topic's backlog: those published
+	// while no group was registered.
+	Backlog int64
 }
 
 // ClaimParams are the inputs of Backend.Claim.
@@ -314,8 +358,11 @@ type Stats struct {
 	// OldestReadyAge is how long the oldest ready message has been ready; zero if none.
 	OldestReadyAge time.Duration
 	// Paused reports a group paused with Admin.PauseGroup: its claims return nothing.
-	Paused   bool
-	Counters Counters
+	Paused bool
+	// ReregisteredAt is when a running subscription last registered the group again after
+	// its state vanished from Redis (Counters.Reregistered counts them); zero if never.
+	ReregisteredAt time.Time
+	Counters       Counters
 }
 
 // Counters are cumulative per group (Published counts messages routed to the group).
@@ -328,4 +375,9 @@ type Counters struct {
 	DeadLettered int64
 	StaleAcks    int64
 	StaleNacks   int64
+	// Reregistered counts the times a running subscription registered the group again after
+	// its state vanished from Redis (Backend.RegisterAgain). Redis keeps it with the group,
+	// so a Redis that loses everything starts it again from the count the subscriptions
+	// remember.
+	Reregistered int64
 }

@@ -39,11 +39,17 @@ func (s *subscription) claim() {
 			case errors.Is(err, ErrGroupDeleted):
 				s.groupDeleted(err)
 				return
+			case errors.Is(err, ErrGroupLost):
+				if !s.regain(err) {
+					return
+				}
+				continue
 			}
 			sleep(r.failed(err), s.stopping)
 			continue
 		}
 		r.ok()
+		s.seen(ds)
 		s.accept(ds)
 	}
 }

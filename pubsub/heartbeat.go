@@ -63,10 +63,10 @@ const expiryMargin = 5 * time.Millisecond
 // default). Any consumer of the group may reclaim; the jitter keeps many from doing it in
 // lockstep.
 //
-// It does not register the group again (it once did, every sweep, in case a failover lost
-// the registration): a group deleted with Admin must stay deleted, and a running
-// subscription cannot tell a deletion from a lost registration. Its claims fail with
-// ErrGroupDeleted instead, and it stops (membership.go).
+// It does not register the group every sweep (it once did, in case a failover lost the
+// registration): a group deleted with Admin must stay deleted. The claims tell a delete
+// (ErrGroupDeleted: a tombstone, the subscription stops) from a registration that vanished
+// (ErrGroupLost: it is registered again, regain.go).
 func (s *subscription) reclaim() {
 	defer s.loopsWG.Done()
 	r := newRetrier("reclaiming expired leases", s.config, s.logger)
@@ -85,6 +85,12 @@ func (s *subscription) reclaim() {
 			if errors.Is(err, ErrGroupDeleted) {
 				s.groupDeleted(err)
 				return
+			}
+			if errors.Is(err, ErrGroupLost) {
+				if !s.regain(err) {
+					return
+				}
+				continue
 			}
 			wait = r.failed(err)
 			continue

@@ -19,6 +19,25 @@ const (
 	BacklogTTLDefault = 24 * time.Hour
 )
 
+// Vanished is not deleted. A group's registration can disappear from Redis without anyone
+// deleting it: a Redis without persistence restarts empty, a failover promotes a replica that
+// had not synced, FLUSHALL, keys deleted by another client. Its running subscriptions then
+// register it again within a claim cycle (Backend.RegisterAgain), log it at error level, and
+// consume what is published from then on, including what reached the topic's backlog
+// meanwhile; the group's Stats count it (Counters.Reregistered, ReregisteredAt). Only an
+// operator's delete (Admin.DeleteGroup or DeleteTopic) stops them, with ErrGroupDeleted: it
+// leaves a tombstone of the group for the backend's TombstoneTTL, and a subscription that
+// finds its group unregistered stops when a tombstone is there, and registers it again when
+// none is. A subscription cut off from Redis for longer than TombstoneTTL can therefore bring
+// back a group deleted meanwhile; registering the group anew (Subscribe) removes its tombstone.
+const (
+	// TombstoneTTLDefault is how long, by default, a deleted group's tombstone lasts: far
+	// longer than a running subscription takes to notice the delete (its next claim, within
+	// a second while Redis answers), so that only one cut off from Redis for a day could miss
+	// it.
+	TombstoneTTLDefault = 24 * time.Hour
+)
+
 // Ephemeral is implemented by backends that keep ephemeral groups: groups that exist only
 // while a subscriber of theirs is alive (request-reply, per-instance broadcast). The
 // Subscriber uses it when SubscriberConfig.Ephemeral is set.

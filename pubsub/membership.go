@@ -8,11 +8,11 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 )
 
-// A subscription registers its group once, as it starts (Subscribe, SubscribeInitialize),
-// and never again: a group deleted with Admin.DeleteGroup or DeleteTopic must stay deleted,
-// so a running subscription whose group is gone stops (ErrGroupDeleted) rather than
-// registering it again. The same holds for a registration that a Redis failover lost: the
-// subscription stops and says so, where registering again would hide the lost messages.
+// A subscription registers its group as it starts (Subscribe, SubscribeInitialize). A group
+// deleted with Admin.DeleteGroup or DeleteTopic must stay deleted: the delete leaves a
+// tombstone, and a running subscription whose claims find it stops (ErrGroupDeleted). A
+// registration that vanished without one (a Redis restarted empty, a failover to a replica
+// that had not synced, FLUSHALL) is registered again, loudly (regain.go).
 //
 // An ephemeral group's subscription is a member of the group for as long as it runs: it
 // joins as it starts, renews (Join with Renew, which never registers the group) every
@@ -84,6 +84,12 @@ func (s *subscription) renew() {
 		err := s.ephemeral.Join(s.hard, p)
 		switch {
 		case err == nil:
+			r.ok()
+			wait = interval
+		case errors.Is(err, ErrGroupLost):
+			if !s.regain(err) {
+				return
+			}
 			r.ok()
 			wait = interval
 		case groupGone(err) || errors.Is(err, ErrNotEphemeral):

@@ -3,6 +3,7 @@ package pubsub
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -21,6 +22,9 @@ import (
 //   - heartbeat: extends the leases of everything held;
 //   - reclaimer: returns the group's expired leases to ready, with jitter;
 //   - with an ephemeral group, renew: renews the subscription's membership (membership.go).
+//
+// A group found unregistered without a tombstone is registered again by the loop that found
+// it (regain.go); one an operator deleted stops the subscription (membership.go).
 //
 // All Redis calls take hard, which outlives ctx (the stop still needs Redis to release and
 // ack) and is cancelled CloseTimeout after the stop began at the latest: that bounds how long
@@ -56,6 +60,11 @@ type subscription struct {
 	goneOnce sync.Once
 	// leaving is closed when the stop is about to leave an ephemeral group: renew returns.
 	leaving chan struct{}
+	// last is the latest delivery ID claimed (regain.go), regains the re-registrations of the
+	// group known so far; regainMu runs one regain at a time and guards regains.
+	last     atomic.Pointer[string]
+	regainMu sync.Mutex
+	regains  int64
 
 	held      heldSet
 	capacity  chan struct{} // cap 1: wakes the claimer when capacity frees

@@ -29,8 +29,9 @@ import (
 // XREAD per Block and one claim.lua per probe.
 //
 // A paused group claims nothing: Claim waits its Block (or ctx) and returns nothing. A group
-// that is not registered (deleted, or its topic) fails with an error wrapping
-// pubsub.ErrGroupDeleted; an idle consumer learns it at its next probe.
+// that is not registered fails with an error wrapping pubsub.ErrGroupDeleted when an operator
+// deleted it (a tombstone), else pubsub.ErrGroupLost; an idle consumer learns it at its next
+// probe.
 func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 			if err != nil {
 				if groupGone(err) {
 					b.idle.forget(key)
-					return nil, fmt.Errorf("streams: claim from group %q of topic %q: %w", p.Group, p.Topic, pubsub.ErrGroupDeleted)
+					return nil, fmt.Errorf("streams: claim from group %q of topic %q: %w", p.Group, p.Topic, goneError(err))
 				}
 				return nil, err
 			}

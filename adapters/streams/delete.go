@@ -48,7 +48,7 @@ func (b *Backend) deleteGroup(ctx context.Context, topic, group, mode, consumer 
 	k := b.groupKeys(topic, group)
 	for range 3 {
 		res, err := unregisterScript.Run(ctx, b.client, k.registerKeys(), group, mode, consumer,
-			b.opts.BatchSize, b.deleteOnAck(), backendkit.Millis(b.opts.BacklogTTL)).Slice()
+			b.opts.BatchSize, b.deleteOnAck(), backendkit.Millis(b.opts.BacklogTTL), backendkit.Millis(b.opts.TombstoneTTL)).Slice()
 		if err != nil {
 			return "", err
 		}
@@ -131,11 +131,11 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 		if err != nil {
 			return err
 		}
-		keys := tk.all()
-		args := make([]any, len(names))
-		for i, g := range names {
+		keys := append(tk.all(), tk.tombs)
+		args := []any{backendkit.Millis(b.opts.TombstoneTTL)}
+		for _, g := range names {
 			keys = append(keys, b.groupKeys(topic, g).own()...)
-			args[i] = g
+			args = append(args, g)
 		}
 		n, err := dropTopicScript.Run(ctx, b.client, keys, args...).Int64()
 		if err != nil {
@@ -214,4 +214,15 @@ func (b *Backend) sweepBatches(ctx context.Context, tk topicKeys) (int64, error)
 func groupGone(err error) bool {
 	var rerr redis.Error
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOGROUP relq:")
+}
+
+// goneError is the sentinel of a groupGone reply: pubsub.ErrGroupDeleted for a group an
+// operator deleted ("NOGROUP relq: group deleted", under a tombstone), else
+// pubsub.ErrGroupLost.
+func goneError(err error) error {
+	var rerr redis.Error
+	if errors.As(err, &rerr) && rerr.Error() == "NOGROUP relq: group deleted" {
+		return pubsub.ErrGroupDeleted
+	}
+	return pubsub.ErrGroupLost
 }

@@ -16,7 +16,9 @@ var _ pubsub.Ephemeral = (*Backend)(nil)
 // ephemeral, the topic's keys expire with the latest membership of its groups, so a topic
 // whose processes all died leaves no key. A group whose every membership ran out is deleted
 // first, and joined as a new one, except by a renewal (p.Renew), which never registers the
-// group and fails with pubsub.ErrGroupDeleted when it is gone or expired.
+// group: it fails with pubsub.ErrGroupDeleted when an operator deleted the group (a
+// tombstone), and with pubsub.ErrGroupLost when it is gone without one or expired (the
+// subscription registers it again).
 // pubsub.ErrNotEphemeral when the group is registered as durable.
 func (b *Backend) Join(ctx context.Context, p *pubsub.JoinParams) error {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
@@ -38,14 +40,16 @@ func (b *Backend) Join(ctx context.Context, p *pubsub.JoinParams) error {
 		switch status {
 		case "durable":
 			return fmt.Errorf("streams: join group %q of topic %q: %w", p.Group, p.Topic, pubsub.ErrNotEphemeral)
-		case "gone":
+		case "deleted":
 			return fmt.Errorf("streams: renew membership of group %q of topic %q: %w", p.Group, p.Topic, pubsub.ErrGroupDeleted)
+		case "lost":
+			return fmt.Errorf("streams: renew membership of group %q of topic %q: %w", p.Group, p.Topic, pubsub.ErrGroupLost)
 		case "expired":
 			if _, err := b.deleteGroup(ctx, p.Topic, p.Group, modeExpired, ""); err != nil {
 				return err
 			}
-			if p.Renew { // the group it renewed is gone with what it held
-				return fmt.Errorf("streams: renew membership of group %q of topic %q: it expired: %w", p.Group, p.Topic, pubsub.ErrGroupDeleted)
+			if p.Renew { // the group it renewed is gone with what it held; no operator deleted it
+				return fmt.Errorf("streams: renew membership of group %q of topic %q: it expired: %w", p.Group, p.Topic, pubsub.ErrGroupLost)
 			}
 		default:
 			return nil

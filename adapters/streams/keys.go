@@ -16,6 +16,7 @@ type topicKeys struct {
 	paused    string // SET of the paused groups
 	ephemeral string // ZSET group -> ms when its last membership runs out: the ephemeral groups
 	deleting  string // SET of the deleted groups whose dead letters are still being released
+	tombs     string // ZSET group -> when its tombstone expires (ms): groups an operator deleted
 }
 
 // groupKeys are relq's keys of one consumer group; the group itself lives in the stream.
@@ -59,6 +60,7 @@ func (b *Backend) topicKeys(topic string) topicKeys {
 		paused:    keys.Join(base, "paused"),
 		ephemeral: keys.Join(base, "ephemeral"),
 		deleting:  keys.Join(base, "deleting"),
+		tombs:     keys.Join(base, "tombs"),
 	}
 }
 
@@ -87,7 +89,9 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 
 // The KEYS lists of the scripts, in the order their headers give.
 
-// all lists every key of the topic: those the topic's last group takes along.
+// all lists every key of the topic: those the topic's last group takes along. The tombs ZSET
+// is not among them: it outlives the topic by design (see luakit's common.lua), so scripts
+// that need it get it after the keys they take along.
 func (k topicKeys) all() []string {
 	return []string{k.stream, k.published, k.delayed, k.deadRefs, k.meta, k.paused, k.ephemeral, k.deleting}
 }
@@ -107,13 +111,14 @@ func (k topicKeys) publishKeys(batch string) []string {
 	return k.topicAnd(batch)
 }
 
+// registerKeys are the topic's keys, the group's own, then the topic's tombs.
 func (k groupKeys) registerKeys() []string {
-	return k.topic.topicAnd(k.own()...)
+	return append(k.topic.topicAnd(k.own()...), k.topic.tombs)
 }
 
 func (k groupKeys) claimKeys() []string {
 	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.leases, k.pendingAt, k.topic.published, k.wake,
-		k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder, k.topic.paused, k.marks}
+		k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder, k.topic.paused, k.marks, k.topic.tombs}
 }
 
 func (k groupKeys) ackKeys() []string {

@@ -86,6 +86,13 @@ type Options struct {
 	// registers: those publishes set it as the expiry of the topic's keys. Defaults to
 	// pubsub.BacklogTTLDefault.
 	BacklogTTL time.Duration
+	// TombstoneTTL is how long a group deleted through the Admin API (DeleteGroup,
+	// DeleteTopic: the CLI, the dashboard) stays marked deleted: its running subscriptions
+	// that find it unregistered within that time stop with pubsub.ErrGroupDeleted, where
+	// finding no mark makes them register it again (its state vanished; see
+	// pubsub.TombstoneTTLDefault). Give every process of a deployment the same value.
+	// Defaults to pubsub.TombstoneTTLDefault (24h); negative is invalid.
+	TombstoneTTL time.Duration
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -107,6 +114,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.BacklogTTL == 0 {
 		o.BacklogTTL = pubsub.BacklogTTLDefault
+	}
+	if o.TombstoneTTL == 0 {
+		o.TombstoneTTL = pubsub.TombstoneTTLDefault
 	}
 	if o.ConsumerIdleTimeout == 0 {
 		o.ConsumerIdleTimeout = ConsumerIdleTimeoutDefault
@@ -136,6 +146,8 @@ func (o Options) validate() error {
 		return &pubsub.ConfigError{Field: "BacklogLimit", Reason: "must not be negative"}
 	case o.BacklogTTL < 0:
 		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
+	case o.TombstoneTTL < 0:
+		return &pubsub.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
 	}
 	return backendkit.ValidateBatchSize(o.BatchSize)
 }

@@ -25,6 +25,8 @@ func DecodeStats(topic, group string, res []any) pubsub.Stats {
 		name, _ := counters[i].(string)
 		if f := counterField(&s.Counters, name); f != nil {
 			*f = Int(counters[i+1])
+		} else if name == "reregistered_at" {
+			s.ReregisteredAt = time.UnixMilli(Int(counters[i+1]))
 		}
 	}
 	return s
@@ -58,6 +60,8 @@ func counterField(c *pubsub.Counters, name string) *int64 {
 		return &c.StaleAcks
 	case "stale_nacks":
 		return &c.StaleNacks
+	case "reregistered":
+		return &c.Reregistered
 	}
 	return nil
 }

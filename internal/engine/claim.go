@@ -55,10 +55,12 @@ func (e *Engine) RunClaim(ctx context.Context, verb string, p *pubsub.ClaimParam
 	return e.claimed(p.Topic, res), nil
 }
 
-// claimError names the group of a claim that found it deleted.
+// claimError names the group of a claim that found it unregistered.
 func (e *Engine) claimError(p *pubsub.ClaimParams, err error) error {
-	if errors.Is(err, pubsub.ErrGroupDeleted) {
-		return fmt.Errorf("%s: claim from group %q of topic %q: %w", e.store.Name, p.Group, p.Topic, pubsub.ErrGroupDeleted)
+	for _, target := range []error{pubsub.ErrGroupDeleted, pubsub.ErrGroupLost} {
+		if errors.Is(err, target) {
+			return fmt.Errorf("%s: claim from group %q of topic %q: %w", e.store.Name, p.Group, p.Topic, target)
+		}
 	}
 	return err
 }

@@ -37,9 +37,10 @@ const deleteTopicTries = 5
 
 // DeleteGroup unregisters a group and deletes what it holds (deletegroup.lua, then drain.lua
 // in steps of BatchSize until nothing is left); with its topic's last group, every key of the
-// topic goes. It also finishes the topic's earlier deletions that were interrupted. Subscribers
-// of the group get pubsub.ErrGroupDeleted from their next claim; their acks and nacks write
-// nothing. ErrGroupNotFound when the group is not registered.
+// topic goes, but for the group's tombstone (Options.TombstoneTTL). It also finishes the
+// topic's earlier deletions that were interrupted. Subscribers of the group get
+// pubsub.ErrGroupDeleted from their next claim; their acks and nacks write nothing.
+// ErrGroupNotFound when the group is not registered.
 func (e *Engine) DeleteGroup(ctx context.Context, topic, group string) error {
 	if err := e.Check(ctx, "topic", topic, "group", group); err != nil {
 		return err
@@ -62,7 +63,8 @@ func (e *Engine) DeleteGroup(ctx context.Context, topic, group string) error {
 func (e *Engine) deleteGroup(ctx context.Context, topic, group, mode, consumer string, steps int) (int64, error) {
 	id := trashID()
 	keys := append(e.Keys(topic, group).all, e.trashKeys(topic, id).groupOnly()...)
-	res, err := e.run(ctx, "deletegroup", keys, group, mode, id, consumer, e.store.BatchSize).Slice()
+	res, err := e.run(ctx, "deletegroup", keys, group, mode, id, consumer, e.store.BatchSize,
+		backendkit.Millis(e.tombstoneTTL)).Slice()
 	if err != nil {
 		return 0, err
 	}
@@ -134,7 +136,8 @@ func (e *Engine) sweepExpired(ctx context.Context, topic string) error {
 // DeleteTopic deletes every key of the topic (deletetopic.lua: UNLINK, O(1) per key): its
 // groups, messages, backlog and the trash of earlier deletions. It reads the registry and the
 // trash first to name their keys, and reads again if they changed before the script ran.
-// Subscribers of its groups get pubsub.ErrGroupDeleted from their next claim. A zset
+// Each group leaves a tombstone (Options.TombstoneTTL), one key: subscribers of its groups get
+// pubsub.ErrGroupDeleted from their next claim. A zset
 // consumer's own wake-up list (a key that lives a few seconds) may outlive it by those
 // seconds. ErrTopicNotFound when the topic has no key.
 func (e *Engine) DeleteTopic(ctx context.Context, topic string) error {
@@ -152,7 +155,7 @@ func (e *Engine) DeleteTopic(ctx context.Context, topic string) error {
 			return err
 		}
 		keys := append(tk.list(), e.backlog(topic)...)
-		args := []any{len(groups)}
+		args := []any{backendkit.Millis(e.tombstoneTTL), len(groups)}
 		for _, g := range groups {
 			if err := pubsub.ValidateName("group", g); err != nil {
 				return fmt.Errorf("%s: registered group: %w", e.store.Name, err)

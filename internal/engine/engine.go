@@ -56,6 +56,8 @@ type Engine struct {
 	// backlogLimit and backlogTTL bound a topic's backlog (Options).
 	backlogLimit int
 	backlogTTL   time.Duration
+	// tombstoneTTL is how long a deleted group's tombstone lasts (Options).
+	tombstoneTTL time.Duration
 	// idle lets an idle consumer's Claims skip claim.lua for a while.
 	idle Idle
 	// waits runs the backend's blocking waits on connections of their own.
@@ -77,11 +79,12 @@ func New(client redis.UniversalClient, prefix string, store Store) *Engine {
 	_, _ = rand.Read(id[:])
 	e := &Engine{client: client, prefix: prefix, store: store, instance: hex.EncodeToString(id[:]),
 		tokens: map[int]uint64{}, waits: backendkit.NewWaits(client),
-		backlogLimit: pubsub.BacklogLimitDefault, backlogTTL: pubsub.BacklogTTLDefault}
+		backlogLimit: pubsub.BacklogLimitDefault, backlogTTL: pubsub.BacklogTTLDefault,
+		tombstoneTTL: pubsub.TombstoneTTLDefault}
 	e.scripts = map[string]*redis.Script{}
 	for _, verb := range []string{"publish", "ensuregroup", "claim", "ack", "nack", "extend", "reclaim",
 		"stats", "deadletters", "requeue", "purge", "inject",
-		"join", "pause", "topic", "deletegroup", "drain", "deletetopic"} {
+		"join", "pause", "topic", "deletegroup", "drain", "deletetopic", "regain"} {
 		e.scripts[verb] = redis.NewScript(e.Source(luaFiles, verb))
 	}
 	for _, verb := range messageVerbs {
@@ -167,7 +170,7 @@ func (e *Engine) run(ctx context.Context, verb string, keys []string, args ...an
 }
 
 // RunScript runs script and translates its error replies: a layout error into a
-// *LayoutError, gone() into an error matching pubsub.ErrGroupDeleted, a durable group's
+// *LayoutError, gone() into an error matching pubsub.ErrGroupDeleted or ErrGroupLost, a durable group's
 // refusal into pubsub.ErrNotEphemeral, and Redis's out-of-memory refusal into
 // pubsub.ErrRedisFull.
 func (e *Engine) RunScript(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {

@@ -15,7 +15,9 @@ import (
 // Reclaim find the groups whose members all expired. While every group of the topic is
 // ephemeral, the topic's keys expire p.TTL after the latest deadline. It primes the publish
 // cache, as EnsureGroup does. A durable group: pubsub.ErrNotEphemeral. A renewal (p.Renew)
-// never registers the group: one that is not registered (deleted) gives pubsub.ErrGroupDeleted.
+// never registers the group: one that is not registered gives pubsub.ErrGroupDeleted under a
+// tombstone (an operator deleted it), else pubsub.ErrGroupLost (it vanished, or ended), which
+// the subscription answers with RegisterAgain.
 func (e *Engine) Join(ctx context.Context, p *pubsub.JoinParams) error {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return err

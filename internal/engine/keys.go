@@ -6,7 +6,7 @@ import (
 	"github.com/relq/relq/internal/keys"
 )
 
-// topicKeys are the seven keys of a topic that every script receives first, in engine.lua's
+// topicKeys are the eight keys of a topic that every script receives first, in engine.lua's
 // keys_at order.
 type topicKeys struct {
 	meta      string // HASH: seq, ver (registry version), layout, publish lanes, wake marks, backlog, expire
@@ -16,6 +16,7 @@ type topicKeys struct {
 	legacy    string // the layout-1 registry: its presence means data this code cannot read
 	ephemeral string // ZSET ephemeral group -> when its last membership runs out (ms)
 	trash     string // ZSET id -> when a deleted group's keys were moved to trash:<id>:*
+	tombs     string // ZSET group -> when its tombstone expires (ms): groups an operator deleted
 }
 
 // GroupKeys are the keys of one group of one topic: the topic's, the engine's, then the
@@ -30,7 +31,7 @@ type GroupKeys struct {
 func (k GroupKeys) Store(name string) string { return k.store[name] }
 
 // topicKeyCount is how many keys of the topic start every script's KEYS (TOPIC_KEYS).
-const topicKeyCount = 7
+const topicKeyCount = 8
 
 // Pending is the group's pending ZSET (id -> lease deadline), for tests and tools.
 func (k GroupKeys) Pending() string { return k.all[topicKeyCount] }
@@ -78,11 +79,12 @@ func (e *Engine) topicKeys(topic string) topicKeys {
 		legacy:    keys.Join(t, e.store.Legacy),
 		ephemeral: keys.Join(t, "ephemeral"),
 		trash:     keys.Join(t, "trash"),
+		tombs:     keys.Join(t, "tombs"),
 	}
 }
 
 func (tk topicKeys) list() []string {
-	return []string{tk.meta, tk.bodies, tk.refs, tk.registry, tk.legacy, tk.ephemeral, tk.trash}
+	return []string{tk.meta, tk.bodies, tk.refs, tk.registry, tk.legacy, tk.ephemeral, tk.trash, tk.tombs}
 }
 
 // Keys returns the keys of group on topic. Names are validated before they get here: the

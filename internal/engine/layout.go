@@ -42,8 +42,9 @@ func (e *Engine) layoutError(err error) error {
 	return &LayoutError{Backend: e.store.Name, Found: found, Want: Layout}
 }
 
-// replyError turns the scripts' RELQGONE and RELQDURABLE error replies into errors matching
-// pubsub.ErrGroupDeleted and pubsub.ErrNotEphemeral; nil for any other error.
+// replyError turns the scripts' RELQGONE, RELQLOST and RELQDURABLE error replies into errors
+// matching pubsub.ErrGroupDeleted, pubsub.ErrGroupLost and pubsub.ErrNotEphemeral; nil for
+// any other error.
 func (e *Engine) replyError(err error) error {
 	var rerr redis.Error
 	if err == nil || !errors.As(err, &rerr) {
@@ -52,6 +53,8 @@ func (e *Engine) replyError(err error) error {
 	switch {
 	case strings.HasPrefix(rerr.Error(), "RELQGONE "):
 		return fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrGroupDeleted)
+	case strings.HasPrefix(rerr.Error(), "RELQLOST "):
+		return fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrGroupLost)
 	case strings.HasPrefix(rerr.Error(), "RELQDURABLE "):
 		return fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrNotEphemeral)
 	}

@@ -37,6 +37,13 @@ type Options struct {
 	// no group registers; then Redis deletes them (a topic created again issues delivery IDs
 	// above the old ones). Defaults to pubsub.BacklogTTLDefault (24h); negative is invalid.
 	BacklogTTL time.Duration
+	// TombstoneTTL is how long a group deleted through the Admin API (DeleteGroup,
+	// DeleteTopic: the CLI, the dashboard) stays marked deleted: its running subscriptions
+	// that find it unregistered within that time stop with pubsub.ErrGroupDeleted, where
+	// finding no mark makes them register it again (its state vanished; see
+	// pubsub.TombstoneTTLDefault). Give every process of a deployment the same value.
+	// Defaults to pubsub.TombstoneTTLDefault (24h); negative is invalid.
+	TombstoneTTL time.Duration
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.
@@ -53,6 +60,9 @@ func (o Options) WithDefaults() Options {
 	if o.BacklogTTL == 0 {
 		o.BacklogTTL = pubsub.BacklogTTLDefault
 	}
+	if o.TombstoneTTL == 0 {
+		o.TombstoneTTL = pubsub.TombstoneTTLDefault
+	}
 	return o
 }
 
@@ -66,6 +76,9 @@ func (o Options) validate() error {
 	}
 	if o.BacklogTTL < 0 {
 		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
+	}
+	if o.TombstoneTTL < 0 {
+		return &pubsub.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
 	}
 	return backendkit.ValidateBatchSize(o.BatchSize)
 }
@@ -83,6 +96,6 @@ func Open(client redis.UniversalClient, opts Options, store Store) (*Engine, err
 	}
 	store.BatchSize = opts.BatchSize
 	e := New(client, opts.Prefix, store)
-	e.backlogLimit, e.backlogTTL = opts.BacklogLimit, opts.BacklogTTL
+	e.backlogLimit, e.backlogTTL, e.tombstoneTTL = opts.BacklogLimit, opts.BacklogTTL, opts.TombstoneTTL
 	return e, nil
 }

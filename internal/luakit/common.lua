@@ -62,3 +62,25 @@ local function zset_after(key, score, member)
   end
   return lo
 end
+
+-- Tombstones. Deleting a group through the Admin API (not an ephemeral group's end, nor keys
+-- lost to a restart, a failover or a hand edit) leaves a tombstone in its topic's tombs ZSET
+-- (group -> when the tombstone expires, ms) for the deleter's TombstoneTTL. A running
+-- subscription that finds its group unregistered stops when a tombstone is there, and
+-- registers the group again when none is: its state vanished, it was not deleted. The key
+-- expires with its latest tombstone, and registering the group again removes its own.
+
+-- tombstoned reports whether group has a live tombstone in the ZSET tombs.
+local function tombstoned(tombs, group, now)
+  local at = redis.call('ZSCORE', tombs, group)
+  return at ~= false and tonumber(at) > now
+end
+
+-- tombstone records that group was deleted, until now + ttl ms; it drops the tombstones that
+-- expired (as many as there are: one per group deleted in a TombstoneTTL) and lets the key
+-- live as long as its latest one.
+local function tombstone(tombs, group, now, ttl)
+  redis.call('ZREMRANGEBYSCORE', tombs, '-inf', now)
+  redis.call('ZADD', tombs, now + ttl, group)
+  redis.call('PEXPIREAT', tombs, redis.call('ZRANGE', tombs, -1, -1, 'WITHSCORES')[2])
+end

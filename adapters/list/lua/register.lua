@@ -11,7 +11,7 @@
 -- and nothing is returned (PAUSED); a group that is not registered gets the error reply gone()
 -- (its keys, processing included, went with its deletion).
 --
--- KEYS -> the topic's 7 keys, then the group's (internal/engine's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (internal/engine's keys_at)
 -- ARGV[1] -> consumer
 -- ARGV[2] -> N, the most messages to return, the BLMOVEd one included
 -- ARGV[3] -> lease in ms
@@ -22,7 +22,7 @@
 local k = keys_at(TOPIC_KEYS + 1)
 drain_ok(k.meta)
 local _, paused, ephemeral = reg_parse(redis.call('HGET', k.registry, ARGV[5]))
-if paused == nil then return gone() end
+if paused == nil then return gone(k, ARGV[5]) end
 if paused then
   if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then redis.call('RPUSH', k.ready, ARGV[4]) end
   keep_expiry(k) -- the put-back may have created ready again

@@ -34,6 +34,7 @@
 -- KEYS[13] -> paused (SET) the topic's paused groups
 -- KEYS[14] -> marks (ZSET) the group's: unread entries deleted (':d') or made due (':r') by
 --             an operator
+-- KEYS[15] -> tombs (ZSET) the topic's tombstones (luakit's common.lua)
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> the parking consumer's name
@@ -51,8 +52,10 @@
 -- position after which a new entry is worth waiting for (XREAD BLOCK; no unread entry lies
 -- after it), and wake the wake-up stream's last ID ('0-0': none yet; '' when not asked);
 -- otherwise wait is -1 and last and wake ''. fields is the entry's flat field/value list.
--- A paused group claims nothing: {-2, '', ''}. A group that is not registered (deleted, or
--- its stream gone) fails with an error reply starting 'NOGROUP relq:', and nothing is written.
+-- A paused group claims nothing: {-2, '', ''}. A group that is not registered fails with an
+-- error reply, and nothing is written: 'NOGROUP relq: group deleted' under a tombstone (an
+-- operator deleted it), else 'NOGROUP relq: group lost' (it vanished: the caller registers
+-- it again).
 --
 -- An unread entry an operator deleted (marks ':d') is acked when read, never delivered; one
 -- made due (':r') is due at its publish time. Marks up to the group's new position go.
@@ -60,7 +63,7 @@
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
   leases = KEYS[5], pending = KEYS[6], published = KEYS[7], wake = KEYS[8], dead = KEYS[9],
   dead_index = KEYS[10], dead_refs = KEYS[11], dead_order = KEYS[12], paused = KEYS[13],
-  marks = KEYS[14], group = ARGV[1], parked = ARGV[3], topic = ARGV[9]}
+  marks = KEYS[14], tombs = KEYS[15], group = ARGV[1], parked = ARGV[3], topic = ARGV[9]}
 local consumer, n, scan = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6])
 if redis.call('SISMEMBER', k.paused, k.group) == 1 then return {-2, '', ''} end
 
@@ -112,7 +115,10 @@ local dropped = {}
 while true do
   local r = redis.pcall('XREADGROUP', 'GROUP', k.group, consumer, 'COUNT', n, 'STREAMS', k.stream, '>')
   if type(r) == 'table' and r.err then
-    if string.find(r.err, 'NOGROUP', 1, true) then return redis.error_reply('NOGROUP relq: group deleted') end
+    if string.find(r.err, 'NOGROUP', 1, true) then
+      if tombstoned(k.tombs, k.group, clock()) then return redis.error_reply('NOGROUP relq: group deleted') end
+      return redis.error_reply('NOGROUP relq: group lost')
+    end
     error(r)
   end
   if not r then break end

@@ -14,8 +14,10 @@ end
 local group_fields = {'retry', 'leases', 'pending', 'counters', 'wake', 'reclaim_from', 'members',
   'marks', 'dead', 'dead_index', 'dead_order', 'dead_gone'}
 
+-- The group's own keys are followed by the topic's tombs ZSET (keys.go's registerKeys).
 local function group_keys(k, i)
   for j, f in ipairs(group_fields) do k[f] = KEYS[i + j - 1] end
+  k.tombs = KEYS[i + #group_fields]
   return k
 end
 
@@ -337,7 +339,9 @@ end
 -- group can read already, as the group's base, so that its "published" counter counts what
 -- was routed to it. entries_read, when given, tells Redis 7 how many entries come before
 -- start, so that it knows the group's lag (6.2 has no such option: created without).
+-- A tombstone of the name (an earlier group an operator deleted) goes: it is about that group.
 local function create_group(k, start, replay, entries_read)
+  if k.tombs then redis.call('ZREM', k.tombs, k.group) end
   local r
   if entries_read then
     r = redis.pcall('XGROUP', 'CREATE', k.stream, k.group, start, 'MKSTREAM', 'ENTRIESREAD', entries_read)
@@ -382,6 +386,40 @@ local function register(k, from_oldest)
   end
   create_group(k, from or '0', size, entries_read)
   return 1, groups
+end
+
+-- add_member makes consumer a member of the ephemeral group k.group (registered) until now +
+-- ttl ms: the group's expiry in the ephemeral ZSET is its latest membership deadline. groups
+-- are the stream's groups besides it (find_group's second value). While every group of the
+-- topic is ephemeral, the topic's keys expire one ttl after the latest expiry of its groups and
+-- the group's own keys one ttl after its own, so a topic whose processes all died leaves no
+-- key; otherwise the group's keys live for good.
+local function add_member(k, groups, consumer, ttl, now)
+  redis.call('ZADD', k.members, now + ttl, consumer)
+  local expiry = redis.call('ZRANGE', k.members, -1, -1, 'WITHSCORES')[2]
+  redis.call('ZADD', k.ephemeral, expiry, k.group)
+  local names = {}
+  for i, g in ipairs(groups) do names[i] = g.name end
+  local all = true
+  if #names > 0 then
+    for _, s in ipairs(call_ids('ZMSCORE', k.ephemeral, {}, names)) do
+      if not s then all = false end
+    end
+  end
+  local own = {k.retry, k.leases, k.pending, k.counters, k.wake, k.reclaim_from, k.members, k.marks,
+    k.dead, k.dead_index, k.dead_order}
+  if all then
+    -- One TTL of slack past the deadlines, as the engine gives: a survivor's publish or Reclaim
+    -- deletes a dead group, and releases the dead-letter references it held, before its keys
+    -- expire by themselves.
+    local last = redis.call('ZRANGE', k.ephemeral, -1, -1, 'WITHSCORES')[2] + ttl
+    for _, key in ipairs({k.stream, k.published, k.delayed, k.dead_refs, k.meta, k.paused, k.ephemeral, k.deleting}) do
+      redis.call('PEXPIREAT', key, last)
+    end
+    for _, key in ipairs(own) do redis.call('PEXPIREAT', key, expiry + ttl) end
+  else
+    for _, key in ipairs(own) do redis.call('PERSIST', key) end
+  end
 end
 
 -- last_id returns the stream's last generated ID (XINFO STREAM), nil without a stream: every

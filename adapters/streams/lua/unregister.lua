@@ -11,7 +11,7 @@
 -- entries up to backlog_from trimmed in steps (release.lua, settle_topic in lib.lua).
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
--- KEYS[9..20] -> the group's own keys (lib.lua's group_keys)
+-- KEYS[9..20] -> the group's own keys (lib.lua's group_keys), KEYS[21] -> the topic's tombs
 -- ARGV[1] -> group
 -- ARGV[2] -> mode: 'admin' (delete it if registered), 'expired' (only if every membership of
 --            the ephemeral group ran out), 'leave' (end ARGV[3]'s membership; delete it if it
@@ -20,6 +20,9 @@
 -- ARGV[4] -> N, the most dead letters released here
 -- ARGV[5] -> '1': delete-on-ack retention
 -- ARGV[6] -> the backlog ttl in ms
+-- ARGV[7] -> the tombstone's life in ms (mode admin: an operator's delete leaves one, see
+--            luakit's common.lua, so the group's running subscriptions stop rather than
+--            register it again)
 -- Returns {status, more, walk_to}. status: 'deleted'; 'notfound' (not registered); 'kept' (a
 -- member is left, or not expired); 'durable' (leave of a group that is not ephemeral);
 -- 'release' (not registered, but an earlier delete of it is unfinished); 'busy' (an earlier
@@ -55,6 +58,7 @@ end
 if redis.call('EXISTS', k.dead_gone) == 1 then return {'busy', 1, ''} end
 
 if me then redis.call('XGROUP', 'DESTROY', k.stream, k.group) end
+if mode == 'admin' then tombstone(k.tombs, k.group, now_ms(), tonumber(ARGV[7])) end
 redis.call('UNLINK', k.retry, k.leases, k.pending, k.counters, k.wake, k.reclaim_from, k.members, k.marks,
   k.dead_index, k.dead_order)
 redis.call('SREM', k.paused, k.group)

@@ -1,6 +1,6 @@
 -- ack.lua: complete deliveries of a group, from any holder (the work is done).
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer acking
 -- ARGV[2i+1], ARGV[2i+2] -> item i: id, attempt the consumer believes it holds

@@ -1,6 +1,6 @@
 -- claim.lua: claim up to N ready messages of a group under a lease, from the store.
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> consumer
 -- ARGV[2] -> N, the most messages to claim
 -- ARGV[3] -> lease in ms
@@ -15,7 +15,7 @@
 
 local k = keys_at(TOPIC_KEYS + 1)
 local _, paused, ephemeral = reg_parse(redis.call('HGET', k.registry, ARGV[5]))
-if paused == nil then return gone() end
+if paused == nil then return gone(k, ARGV[5]) end
 if paused then return {PAUSED} end
 local consumer, n = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()

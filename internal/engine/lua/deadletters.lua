@@ -1,7 +1,7 @@
 -- deadletters.lua: read one page of a group's dead letters, oldest first. Read-only; O(log N +
 -- page): ZRANGE by rank, then one HMGET per hash.
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> offset
 -- ARGV[2] -> count
 -- Returns {id, dead at ms, reason, attempts, body or false, ...}.

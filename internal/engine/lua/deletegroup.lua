@@ -2,12 +2,14 @@
 -- Leave of an ephemeral group, the sweep of an expired one).
 --
 -- Unregistering comes first: publishes stop routing to the group (a new registry version),
--- its claims fail, and a new group of the name starts empty. When it was the topic's last
+-- its claims fail, and a new group of the name starts empty. An operator's delete (mode any)
+-- leaves a tombstone for ARGV[6] ms (common.lua), so that the group's running subscriptions
+-- stop rather than register it again; an ephemeral group's end leaves none. When it was the topic's last
 -- group every key of the topic goes (UNLINK). Otherwise up to N of its ids are freed here
 -- (each body with its last group); what is left is RENAMEd to the trash keys and listed in
 -- the topic's trash, which drain.lua frees in steps of N.
 --
--- KEYS -> the topic's 7 keys, the group's (engine.lua's keys_at), then the trash keys, in the
+-- KEYS -> the topic's 8 keys, the group's (engine.lua's keys_at), then the trash keys, in the
 --         same layout as the group's
 -- ARGV[1] -> group
 -- ARGV[2] -> mode: any (Admin.DeleteGroup); expired (only an ephemeral group whose last
@@ -16,6 +18,7 @@
 -- ARGV[3] -> the trash id
 -- ARGV[4] -> the consumer leaving (mode leave)
 -- ARGV[5] -> N, the most ids freed here
+-- ARGV[6] -> the tombstone's life in ms (mode any)
 -- Returns {status, version}: status 0 when the group is not registered, 1 deleted, 2
 -- deleted with trash left for drain.lua, 3 kept (not expired, or members left), -1 durable
 -- (mode leave). version is the registry's after the call ('0': the topic is gone).
@@ -48,6 +51,7 @@ elseif mode == 'expired' then
 end
 redis.call('HDEL', k.registry, group)
 redis.call('ZREM', k.ephemeral, group)
+if mode == 'any' then tombstone(k.tombs, group, now, tonumber(ARGV[6])) end
 redis.call('HDEL', k.meta, 'w:' .. group)
 if topic_gone(k) then
   unlink(k.group)

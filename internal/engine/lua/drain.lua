@@ -2,7 +2,7 @@
 -- delete the trash keys once they hold nothing. When the topic has neither a group nor a
 -- backlog any more, the trash keys are deleted at once, and with the last trash the topic's.
 --
--- KEYS -> the topic's 7 keys, then the trash keys (engine.lua's keys_at layout)
+-- KEYS -> the topic's 8 keys, then the trash keys (engine.lua's keys_at layout)
 -- ARGV[1] -> the trash id
 -- ARGV[2] -> N
 -- Returns 1 when this trash is gone, 0 when more is left.

@@ -16,15 +16,17 @@
 local ENGINE_KEYS = 8
 
 -- TOPIC_KEYS is how many KEYS the topic's take first: meta, bodies, refs, registry, the
--- registry of the layout before (legacy), ephemeral (ZSET ephemeral group -> deadline, ms) and
--- trash (ZSET id -> when a deleted group's keys moved to trash:<id>:*, until drained).
-local TOPIC_KEYS = 7
+-- registry of the layout before (legacy), ephemeral (ZSET ephemeral group -> deadline, ms),
+-- trash (ZSET id -> when a deleted group's keys moved to trash:<id>:*, until drained) and
+-- tombs (ZSET group -> when its tombstone expires, ms: groups an operator deleted; see
+-- common.lua).
+local TOPIC_KEYS = 8
 
 -- keys_at returns the key table of the group whose keys start at KEYS[at], after the topic's;
 -- k.group lists the group's own keys (engine's, then the store's).
 local function keys_at(at)
   local k = {meta = KEYS[1], bodies = KEYS[2], refs = KEYS[3], registry = KEYS[4], legacy = KEYS[5],
-    ephemeral = KEYS[6], trash = KEYS[7],
+    ephemeral = KEYS[6], trash = KEYS[7], tombs = KEYS[8],
     pending = KEYS[at], since = KEYS[at + 1], holders = KEYS[at + 2], retries = KEYS[at + 3],
     dead = KEYS[at + 4], info = KEYS[at + 5], counters = KEYS[at + 6], members = KEYS[at + 7], group = {}}
   for i, name in ipairs(STORE_KEY_NAMES) do k[name] = KEYS[at + ENGINE_KEYS + i - 1] end
@@ -33,11 +35,11 @@ local function keys_at(at)
 end
 
 -- topic_keys lists the topic's keys (KEYS[1..TOPIC_KEYS]) but legacy, which this layout never
--- writes: to delete or expire a topic's keys.
+-- writes, and tombs, which outlives the topic by design: to delete or expire a topic's keys.
 local function topic_keys()
   local out = {}
   for i = 1, TOPIC_KEYS do
-    if i ~= 5 then out[#out + 1] = KEYS[i] end
+    if i ~= 5 and i ~= 8 then out[#out + 1] = KEYS[i] end
   end
   return out
 end
@@ -346,10 +348,13 @@ local function reg_value(seq, paused, ephemeral)
   return ms(seq) .. ':' .. flags
 end
 
--- gone is the error reply for a call on a group that is not registered (deleted), which Go
--- turns into an error matching pubsub.ErrGroupDeleted.
-local function gone()
-  return redis.error_reply('RELQGONE group is not registered')
+-- gone is the error reply for a call on a group that is not registered: RELQGONE when an
+-- operator deleted it (a tombstone: Go's pubsub.ErrGroupDeleted), RELQLOST when it vanished
+-- without one (pubsub.ErrGroupLost), which a running subscription answers by registering it
+-- again.
+local function gone(k, group)
+  if tombstoned(k.tombs, group, now_ms()) then return redis.error_reply('RELQGONE group was deleted') end
+  return redis.error_reply('RELQLOST group is not registered')
 end
 
 -- PAUSED is the wait a claim reports for a paused group: it claimed nothing, and the caller

@@ -5,7 +5,7 @@
 -- backlog; and the topic's keys no longer expire (the backlog's TTL, or every group having
 -- been ephemeral).
 --
--- KEYS -> the topic's 7 keys (engine.lua's keys_at), the backlog's store keys, the group's
+-- KEYS -> the topic's 8 keys (engine.lua's keys_at), the backlog's store keys, the group's
 --         store keys (both in STORE_KEY_NAMES order)
 -- ARGV[1] -> group
 -- Returns {version, groups...}, for the caller's publish cache; or an error reply for a layout
@@ -14,7 +14,7 @@
 local S = #STORE_KEY_NAMES
 local bk = store_keys_at(TOPIC_KEYS + 1)
 local k = store_keys_at(TOPIC_KEYS + S + 1)
-k.registry = KEYS[4]
+k.registry, k.tombs = KEYS[4], KEYS[8]
 local meta = redis.call('HMGET', k.meta, 'layout', 'seq', 'ver', 'expire')
 check_layout(meta[1])
 -- Every time, not only for a new topic: an old build still running writes layout-1 keys.

@@ -1,7 +1,7 @@
 -- extend.lua: push the lease deadline of held deliveries to now + lease. Fenced: only where the
 -- consumer holds that attempt (an expired lease not yet reclaimed is still held).
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> consumer
 -- ARGV[2] -> lease in ms
 -- ARGV[2i+1], ARGV[2i+2] -> item i: id, attempt

@@ -1,7 +1,7 @@
 -- inject.lua: FOR TESTS ONLY (Faults.InjectCorrupt). Store raw bytes, bypassing the codec, as a
 -- new message ready for one group, and register the group.
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> group
 -- ARGV[2] -> raw bytes
 -- Returns the new delivery ID.

@@ -6,15 +6,15 @@
 -- the slack of one TTL lets a surviving member's Reclaim delete a dead group, and free the
 -- bodies it shared, before its keys expire. Otherwise the group's keys do not expire.
 --
--- KEYS -> the topic's 7 keys, the backlog's store keys, then the group's keys (engine.lua's
+-- KEYS -> the topic's 8 keys, the backlog's store keys, then the group's keys (engine.lua's
 --         keys_at layout)
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> TTL in ms
 -- ARGV[4] -> '1' for a renewal, which never registers the group
 -- Returns {version, groups...}, for the caller's publish cache; or an error reply: the group
--- is durable (RELQDURABLE), a renewal's group is not registered (RELQGONE), or a layout this
--- code cannot read.
+-- is durable (RELQDURABLE), a renewal's group is not registered (engine.lua's gone: RELQGONE
+-- under a tombstone, else RELQLOST), or a layout this code cannot read.
 
 local S = #STORE_KEY_NAMES
 local bk = store_keys_at(TOPIC_KEYS + 1)
@@ -29,21 +29,9 @@ if v then
   local _, _, ephemeral = reg_parse(v)
   if not ephemeral then return redis.error_reply('RELQDURABLE group is registered as durable') end
 elseif ARGV[4] == '1' then
-  return redis.error_reply('RELQGONE group is not registered')
+  return gone(k, group)
 else
   ver = register(k, bk, group, topic_seq(meta[2]), true)
 end
-local now = now_ms()
-redis.call('ZREMRANGEBYSCORE', k.members, '-inf', '(' .. now)
-redis.call('ZADD', k.members, now + ttl, ARGV[2])
-local latest = redis.call('ZRANGE', k.members, 0, 0, 'REV', 'WITHSCORES')
-redis.call('ZADD', k.ephemeral, latest[2], group)
-if redis.call('ZCARD', k.ephemeral) == redis.call('HLEN', k.registry) then
-  local at = tonumber(redis.call('ZRANGE', k.ephemeral, 0, 0, 'REV', 'WITHSCORES')[2]) + ttl
-  redis.call('HSET', k.meta, 'expire', at)
-  for _, key in ipairs(topic_keys()) do redis.call('PEXPIREAT', key, at) end
-  for _, key in ipairs(k.group) do redis.call('PEXPIREAT', key, at) end
-else
-  for _, key in ipairs(k.group) do redis.call('PERSIST', key) end
-end
+add_member(k, group, ARGV[2], ttl, now_ms())
 return registry_reply(k.registry, ver)

@@ -5,8 +5,10 @@
 -- registry version. The first group of a topic takes the backlog (bk: its store keys, as
 -- store_keys_at gives them): each backlog key is RENAMEd to the group's (O(1)) and no longer
 -- expires. The group's seq is the topic's less the backlog's size, so that Stats' Published
--- counts what it took.
+-- counts what it took. A tombstone of the name (an earlier group an operator deleted) goes:
+-- it is about that group, not this one.
 local function register(k, bk, group, seq, ephemeral)
+  redis.call('ZREM', k.tombs, group)
   local from = seq
   if redis.call('EXISTS', k.registry) == 0 and redis.call('HGET', k.meta, 'backlog') == STORE_NAME then
     from = seq - store_size(bk)
@@ -22,6 +24,26 @@ local function register(k, bk, group, seq, ephemeral)
   local ver = new_version()
   redis.call('HSET', k.meta, 'ver', ver, 'layout', LAYOUT, 'seq', seq) -- seq: a new topic's first
   return ver
+end
+
+-- add_member makes consumer a member of the ephemeral group (registered) until now + ttl ms:
+-- the group's deadline in the topic's ephemeral ZSET is its latest member's. While every group
+-- of the topic is ephemeral, the topic's keys and the group's expire ttl after the latest
+-- deadline (meta's expire field, which the other scripts give the keys they create:
+-- engine.lua's keep_expiry); otherwise the group's keys do not expire.
+local function add_member(k, group, consumer, ttl, now)
+  redis.call('ZREMRANGEBYSCORE', k.members, '-inf', '(' .. now)
+  redis.call('ZADD', k.members, now + ttl, consumer)
+  local latest = redis.call('ZRANGE', k.members, 0, 0, 'REV', 'WITHSCORES')
+  redis.call('ZADD', k.ephemeral, latest[2], group)
+  if redis.call('ZCARD', k.ephemeral) == redis.call('HLEN', k.registry) then
+    local at = tonumber(redis.call('ZRANGE', k.ephemeral, 0, 0, 'REV', 'WITHSCORES')[2]) + ttl
+    redis.call('HSET', k.meta, 'expire', at)
+    for _, key in ipairs(topic_keys()) do redis.call('PEXPIREAT', key, at) end
+    for _, key in ipairs(k.group) do redis.call('PEXPIREAT', key, at) end
+  else
+    for _, key in ipairs(k.group) do redis.call('PERSIST', key) end
+  end
 end
 
 -- registry_reply is {version, groups...}, for the caller's publish cache.

@@ -2,7 +2,7 @@
 -- dead-letter them. Fenced: an item counts only if the consumer holds that attempt. Where a
 -- message goes back in ready is the store's rule (store_back).
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer nacking
 -- ARGV[3] -> max deliveries (0: no limit)

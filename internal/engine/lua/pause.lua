@@ -2,7 +2,7 @@
 -- and register.lua read. Idempotent. It opens with drain_ok, so an operator can pause a group
 -- of a full Redis.
 --
--- KEYS -> the topic's 7 keys (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys (engine.lua's keys_at)
 -- ARGV[1] -> group
 -- ARGV[2] -> 1 to pause, 0 to resume
 -- Returns 0 when the group is not registered, else 1.

@@ -3,7 +3,7 @@
 -- letter of the group (unknown, or requeued and now ready, delayed or pending) is skipped:
 -- only the dead-letter store is read and written, so nothing else of the group is touched.
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> N: with no ids after it, delete the N oldest dead letters
 -- ARGV[2..] -> ids to delete
 -- Per call: one ZRANGE of the N oldest or one ZMSCORE of the ids, then one ZREM and one HDEL,

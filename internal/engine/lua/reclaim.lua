@@ -2,7 +2,7 @@
 -- reached the limit), then let the store do its own upkeep (list: promote due delayed
 -- messages, lease orphans).
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> max deliveries (0: no limit)
 -- ARGV[2] -> orphan lease in ms
 -- ARGV[3] -> N, the most ids each step handles

@@ -1,7 +1,7 @@
 -- requeue.lua: move dead letters back to ready with their attempts reset: the ids given, or
 -- the N oldest. A dead letter whose body is gone is dropped instead.
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> N: with no ids after it, requeue the N oldest dead letters
 -- ARGV[2..] -> ids to requeue
 -- Returns {dead letters looked at, requeued}.

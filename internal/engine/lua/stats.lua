@@ -2,7 +2,7 @@
 -- Read-only. Every count is O(1) or O(log N); the store's ready figures are its own
 -- (store_counts).
 --
--- KEYS -> the topic's 7 keys, then the group's (engine.lua's keys_at)
+-- KEYS -> the topic's 8 keys, then the group's (engine.lua's keys_at)
 -- ARGV[1] -> group
 -- ARGV[2] -> the store's window (list: entries looked at at each end of ready)
 -- Returns {ready, delayed, pending, dead, oldest pending age ms, oldest ready age ms,

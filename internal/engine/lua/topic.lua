@@ -1,6 +1,6 @@
 -- topic.lua: describe a topic: its backlog and its groups. Read-only; O(groups).
 --
--- KEYS -> the topic's 7 keys (engine.lua's keys_at), then the backlog's store keys
+-- KEYS -> the topic's 8 keys (engine.lua's keys_at), then the backlog's store keys
 -- Returns {backlog, group1, registry value1, expires1, ...}: backlog is the number of messages
 -- in this backend's backlog of the topic; expires is an ephemeral group's latest membership
 -- deadline (ms), -1 for a durable group.

@@ -1,0 +1,62 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/pubsub"
+)
+
+var regainScript = script("regain")
+
+// RegisterAgain creates the consumer group again for a running subscription that found it
+// gone without a tombstone (regain.lua): after p.After when the stream still holds that
+// entry, else so that the group reads every entry the stream got since it vanished (see the
+// script). Durable as EnsureGroup would make it, or joined as Join would with p.Ephemeral.
+// Under a tombstone: an error matching pubsub.ErrGroupDeleted.
+func (b *Backend) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParams) (pubsub.RegisterAgainResult, error) {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return pubsub.RegisterAgainResult{}, err
+	}
+	eph := "0"
+	if p.Ephemeral {
+		if err := pubsub.ValidateName("consumer", p.Consumer); err != nil {
+			return pubsub.RegisterAgainResult{}, err
+		}
+		if p.TTL <= 0 {
+			return pubsub.RegisterAgainResult{}, &pubsub.ConfigError{Field: "RegisterAgainParams.TTL", Reason: "must be positive"}
+		}
+		eph = "1"
+	}
+	after, _ := parseID(p.After) // "" for none, or for an ID not of this backend's
+	k := b.groupKeys(p.Topic, p.Group)
+	cmd := regainScript.Run(ctx, b.client, k.registerKeys(), p.Group, eph, p.Consumer, backendkit.Millis(p.TTL), p.Known, after)
+	if err := cmd.Err(); err != nil {
+		return pubsub.RegisterAgainResult{}, backendkit.RedisFull(err)
+	}
+	switch status, _ := cmd.Val().(string); status {
+	case "deleted":
+		return pubsub.RegisterAgainResult{}, fmt.Errorf("streams: register group %q of topic %q again: %w", p.Group, p.Topic, pubsub.ErrGroupDeleted)
+	case "durable":
+		return pubsub.RegisterAgainResult{}, fmt.Errorf("streams: join group %q of topic %q: %w", p.Group, p.Topic, pubsub.ErrNotEphemeral)
+	}
+	res, err := cmd.Slice()
+	if err != nil {
+		return pubsub.RegisterAgainResult{}, err
+	}
+	r := pubsub.RegisterAgainResult{
+		Registered: backendkit.Int(res[0]) == 1,
+		Times:      backendkit.Int(res[1]),
+		Backlog:    backendkit.Int(res[5]),
+	}
+	if at := backendkit.Int(res[2]); at > 0 {
+		r.At = time.UnixMilli(at)
+	}
+	if r.Registered {
+		r.Found = backendkit.Found(backendkit.Int(res[3]) == 1, backendkit.Int(res[4]))
+	}
+	return r, nil
+}
+

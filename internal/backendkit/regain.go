@@ -1,0 +1,18 @@
+package backendkit
+
+import "fmt"
+
+// Found says, for the log, what a re-registration (Backend.RegisterAgain) found of its topic: known reports a topic that still knew
+// it had had groups (its keys were not all lost), others how many other groups it had.
+func Found(known bool, others int64) string {
+	switch {
+	case !known:
+		return "no trace of the topic's groups: its keys were lost (Redis restarted without persistence, " +
+			"a failover to a replica that had not synced, FLUSHALL, or keys deleted by another client)"
+	case others == 0:
+		return "the topic without any group registered: the group's registration was deleted outside relq's Admin API"
+	default:
+		return fmt.Sprintf("the topic with %d other group(s) but without this one's registration: "+
+			"it was deleted outside relq's Admin API", others)
+	}
+}
