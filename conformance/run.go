@@ -64,8 +64,12 @@ type Harness struct {
 	// on a Redis client of its own, standing in for another process; the Factory closes it
 	// with the test. nil skips the cases that need one.
 	Peer func() (pubsub.Backend, error)
+	// Forget deletes every key the backend keeps in Redis for topic, as a Redis that
+	// restarted empty, a FLUSHALL or another client's DEL would: nil skips the cases where a
+	// group's state vanishes under running subscriptions.
+	Forget func(topic string) error
 	// Complete declares that the backend implements pubsub.Admin and pubsub.Ephemeral and
-	// that Keys and Peer are set, so that a lifecycle case that would skip for want of one
+	// that Keys, Peer and Forget are set, so that a lifecycle case that would skip for want of one
 	// fails instead: relq's own adapters set it, so their runs never skip one by mistake.
 	Complete bool
 }
@@ -80,6 +84,11 @@ type Options struct {
 	// backend keeps more, or keeps it longer, than they asked.
 	BacklogLimit int
 	BacklogTTL   time.Duration
+	// TombstoneTTL, when not zero, is how long a group deleted through the Admin API stays
+	// deleted for the subscriptions that find it missing (see pubsub.TombstoneTTLDefault):
+	// the Factory passes it to the backend's option of that name. The vanish cases ask for a
+	// short one, and fail when the tombstone outlives it.
+	TombstoneTTL time.Duration
 }
 
 // Factory makes the Harness of one test. Register clean-ups with t.Cleanup: they run after
@@ -113,6 +122,7 @@ func Run(t *testing.T, factory Factory) {
 		{"Delete", testDelete},
 		{"Backlog", testBacklog},
 		{"Ephemeral", testEphemeral},
+		{"Vanish", testVanish},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ const (
 	BlockDefault             = 500 * time.Millisecond
 	CloseTimeoutDefault      = 30 * time.Second
 	RetryMinDefault          = 50 * time.Millisecond
-	RetryMaxDefault          = 5 * time.Second
+	RetryMaxDefault          = time.Second
 	AckBatchDefault          = 1000
 	EphemeralTTLDefault      = time.Minute
 	ephemeralTTLMin          = 30 * time.Millisecond

@@ -26,7 +26,8 @@ func TestOptions(t *testing.T) {
 	b, err := New(c, Options{})
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
-		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault}, Options{}.WithDefaults())
+		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault,
+		TombstoneTTL: pubsub.TombstoneTTLDefault}, Options{}.WithDefaults())
 	require.Equal(t, BatchSizeDefault, b.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:meta", b.keys("t", "g").Meta(), "keys start with the default prefix")
 	require.Equal(t, "list", b.Name())

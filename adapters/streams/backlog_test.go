@@ -81,7 +81,7 @@ func TestWhatWasPublishedWhileTheTopicHadAGroupIsNoBacklog(t *testing.T) {
 		e.Claim(topic, "slow", "c", 1)
 		require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "fast"))
 		require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "slow"))
-		require.Empty(t, e.Keys(topic), "the last group's delete left keys of a topic with no backlog")
+		require.Empty(t, e.KeysLeft(topic), "the last group's delete left keys of a topic with no backlog")
 
 		later := e.Publish(topic, "a", "b")
 		require.Equal(t, pubsub.TopicInfo{Name: topic, Groups: []string{}, Backlog: 2}, e.topicInfo(topic))
@@ -103,7 +103,7 @@ func TestTheLastGroupsEntriesAreTrimmedInStepsWhileADeleteIsUnfinished(t *testin
 	e.Publish("t", payloads("n", 3)...)
 	for _, group := range []string{"g", "h"} { // unregister only: g's dead letters stay in its tomb
 		k := e.gk("t", group)
-		_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), group, modeAdmin, "", 2, "0", 60000).Slice()
+		_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), group, modeAdmin, "", 2, "0", 60000, tombstoneMs).Slice()
 		require.NoError(t, err)
 	}
 	require.True(t, e.Exists(e.gk("t", "g").deadGone))
@@ -132,7 +132,7 @@ func TestATopicLeftWithNoGroupAndNoBacklogLeavesNoKey(t *testing.T) {
 		require.NotEmpty(t, e.Keys(topic))
 
 		require.NoError(t, e.b.DeleteGroup(e.Ctx, topic, "g"))
-		require.Empty(t, e.Keys(topic))
+		require.Empty(t, e.KeysLeft(topic))
 		require.False(t, e.Exists(e.tk(topic).stream))
 		_, err := e.b.Topic(e.Ctx, topic)
 		require.ErrorIs(t, err, pubsub.ErrTopicNotFound)

@@ -68,8 +68,8 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 				p.Group, p.Consumer, ParkedConsumer, count, backendkit.Millis(p.Lease), max(count, b.opts.BatchSize),
 				known, askWake, p.Topic, b.deleteOnAck()).Slice()
 			if err != nil {
+				b.idle.forget(key)
 				if groupGone(err) {
-					b.idle.forget(key)
 					return nil, fmt.Errorf("streams: claim from group %q of topic %q: %w", p.Group, p.Topic, goneError(err))
 				}
 				return nil, err
@@ -115,6 +115,9 @@ func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.De
 		}
 		w, err := b.await(ctx, k, st.last, st.wake, wait, timer)
 		if err != nil {
+			// The XREAD failed (Redis restarted, say): the next Claim runs claim.lua, which
+			// finds at once a group that vanished with the restart.
+			b.idle.forget(key)
 			return nil, err
 		}
 		if w.wake != "" {

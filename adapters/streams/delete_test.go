@@ -125,7 +125,7 @@ func TestAnUnfinishedDeleteIsFinishedLater(t *testing.T) {
 			e.EnsureGroup("t", "keep")
 			e.deadLetter("t", "g", payloads("m", 25)...)
 			k := e.gk("t", "g")
-			res, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000).Slice()
+			res, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, tombstoneMs).Slice()
 			require.NoError(t, err)
 			require.Equal(t, []any{"deleted", int64(1), ""}, res)
 			require.True(t, e.Exists(k.deadGone))
@@ -172,7 +172,7 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 		require.NotEmpty(t, e.BatchKeys(topic))
 
 		require.NoError(t, e.b.DeleteTopic(e.Ctx, topic))
-		require.Empty(t, e.Keys(topic))
+		require.Empty(t, e.KeysLeft(topic))
 		require.Empty(t, e.BatchKeys(topic))
 		require.False(t, e.Exists(e.tk(topic).stream))
 		require.Equal(t, otherKeys, e.Keys(other))
@@ -193,11 +193,11 @@ func TestDeleteTopicAlsoDropsAnUnfinishedGroupDelete(t *testing.T) {
 	e.EnsureGroup("t", "other") // g is not the last group, whose delete would drop the topic at once
 	e.deadLetter("t", "g", payloads("m", 25)...)
 	k := e.gk("t", "g")
-	_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000).Slice()
+	_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, tombstoneMs).Slice()
 	require.NoError(t, err)
 	require.True(t, e.Exists(k.deadGone))
 	require.NoError(t, e.b.DeleteTopic(e.Ctx, "t"))
-	require.Empty(t, e.Keys("t"))
+	require.Empty(t, e.KeysLeft("t"))
 }
 
 // Deletes while another process publishes to the topic: every publish succeeds, and what it

@@ -59,4 +59,3 @@ func (b *Backend) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainPara
 	}
 	return r, nil
 }
-

@@ -28,7 +28,8 @@ func TestOptionsAndCapabilities(t *testing.T) {
 	b, err := New(c, Options{})
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
-		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault}, Options{}.WithDefaults())
+		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault,
+		TombstoneTTL: pubsub.TombstoneTTLDefault}, Options{}.WithDefaults())
 	require.Equal(t, BatchSizeDefault, b.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:g:g:ready", b.Keys("t", "g").Store("ready"), "keys start with the default prefix")
 	require.Equal(t, "zset", b.Name())

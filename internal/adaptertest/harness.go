@@ -40,6 +40,9 @@ func Factory(build Build) conformance.Factory {
 		if h.Keys == nil {
 			h.Keys = TopicKeys(client, func(topic string) string { return keys.Tag(prefix, topic) }, nil)
 		}
+		if h.Forget == nil {
+			h.Forget = forget(client, h.Keys)
+		}
 		h.Peer = func() (pubsub.Backend, error) {
 			peer, err := build(server.Client(t), prefix, opts)
 			if err != nil {

@@ -43,4 +43,6 @@ func (e *fieldError) Unwrap() []error { return []error{e.cfg, e.cause} }
 // IdleProbe is how often an idle consumer runs its backend's claim script at the start of a
 // Claim; in between, its Claims go straight to the blocking wait, which whatever becomes
 // claimable wakes (internal/engine's Idle for list and zset, streams' own for its positions).
-const IdleProbe = 2 * time.Second
+// The wait cannot see a group vanish without a restart (FLUSHALL, a DEL by another client),
+// so the probe also bounds how late a subscription learns it and registers the group again.
+const IdleProbe = time.Second

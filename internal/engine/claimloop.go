@@ -43,6 +43,7 @@ func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time
 		} else {
 			c, err := e.ClaimOnce(ctx, p, sleeps)
 			if err != nil {
+				e.idle.Busy(p.Topic, p.Group, p.Consumer) // a Redis back from a restart is probed at once
 				return nil, err
 			}
 			if c.Paused {
@@ -69,6 +70,9 @@ func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time
 		case errors.Is(err, ErrPaused):
 			return e.sleepPaused(ctx, p, end)
 		case err != nil:
+			// The wait failed (Redis restarted, say): the next Claim runs the claim script, which
+			// finds at once a group that vanished with the restart.
+			e.idle.Busy(p.Topic, p.Group, p.Consumer)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

@@ -141,7 +141,7 @@ func TestAnInterruptedDeleteIsFinished(t *testing.T) {
 			require.EqualValues(t, 2, e.Client().ZCard(ctx, trash).Val())
 
 			require.NoError(t, e.DeleteGroup(ctx, "t", "c"), "the last group: every key of the topic goes")
-			require.Empty(t, tagKeys(t, e, "t"))
+			require.Empty(t, keysLeft(t, e, "t"))
 		})
 	}
 }
@@ -159,7 +159,7 @@ func TestDeletingTheLastGroupDeletesTheTopic(t *testing.T) {
 			claim(t, e, "t", "g", "w", 1)
 			waitClockPast(t, e, old)
 			require.NoError(t, e.DeleteGroup(ctx, "t", "g"))
-			require.Empty(t, tagKeys(t, e, "t"))
+			require.Empty(t, keysLeft(t, e, "t"))
 			_, err := e.Topic(ctx, "t")
 			require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
 			requireAllAbove(t, publish(t, e, "t", "c"), old, "a topic created again continues above its earlier IDs")
@@ -192,8 +192,8 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 
 			require.NoError(t, e.DeleteTopic(ctx, "t"))
 			require.NoError(t, e.DeleteTopic(ctx, "backlog"))
-			require.Empty(t, tagKeys(t, e, "t"))
-			require.Empty(t, tagKeys(t, e, "backlog"))
+			require.Empty(t, keysLeft(t, e, "t"))
+			require.Empty(t, keysLeft(t, e, "backlog"))
 			require.Equal(t, kept, tagKeys(t, e, "kept"))
 			require.ErrorIs(t, e.DeleteTopic(ctx, "t"), pubsub.ErrTopicNotFound)
 
@@ -201,7 +201,7 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 			require.ErrorIs(t, err, pubsub.ErrGroupDeleted)
 			_, err = e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "a", Consumer: "w", Items: adaptertest.Held(held...)})
 			require.NoError(t, err)
-			require.Empty(t, tagKeys(t, e, "t"))
+			require.Empty(t, keysLeft(t, e, "t"))
 		})
 	}
 }
@@ -273,7 +273,7 @@ func TestALateAckAfterTheTopicWasCreatedAgainCompletesNothing(t *testing.T) {
 			require.Len(t, old, 1)
 			waitClockPast(t, e, adaptertest.IDs(old))
 			require.NoError(t, e.DeleteGroup(ctx, "t", "g"))
-			require.Empty(t, tagKeys(t, e, "t"), "the last group took every key of the topic")
+			require.Empty(t, keysLeft(t, e, "t"), "the last group took every key of the topic")
 
 			ensure(t, e, "t", "g")
 			publish(t, e, "t", "new")

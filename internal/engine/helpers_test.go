@@ -109,6 +109,12 @@ func tagKeys(t *testing.T, e *engine.Engine, topic string) []string {
 	return out
 }
 
+// keysLeft is tagKeys less the tombstones an admin delete leaves (they expire).
+func keysLeft(t *testing.T, e *engine.Engine, topic string) []string {
+	t.Helper()
+	return adaptertest.WithoutTombstones(t, t.Context(), e.Client(), e.Tag(topic), tagKeys(t, e, topic))
+}
+
 // pttl is the time left to live of a key: -1 without an expiry, -2 when it does not exist.
 func pttl(t *testing.T, e *engine.Engine, key string) time.Duration {
 	t.Helper()
