@@ -142,6 +142,20 @@ func BenchmarkMemory(b *testing.B) {
 	})
 }
 
+// BenchmarkMemoryPerPublish reports what 10,000 single-message Publish calls leave in Redis:
+// used_memory growth per call, and the keys after them (DBSIZE) and added by them. Run:
+//
+//	go test -run '^$' -bench MemoryPerPublish -benchtime 1x ./benchmarks/
+func BenchmarkMemoryPerPublish(b *testing.B) {
+	forTargets(b, func(b *testing.B, c *redis.Client, t benchmarks.Target, cfg benchmarks.Config) {
+		m, err := benchmarks.MeasurePublishMemory(context.Background(), c, t, cfg, benchmarks.PublishMemoryCallsDefault)
+		require.NoError(b, err)
+		b.ReportMetric(m.BytesPerCall, "bytes/publish")
+		b.ReportMetric(float64(m.Keys), "keys")
+		b.ReportMetric(float64(m.KeysAdded), "keys-added")
+	})
+}
+
 func BenchmarkIdleCommands(b *testing.B) {
 	forTargets(b, func(b *testing.B, c *redis.Client, t benchmarks.Target, cfg benchmarks.Config) {
 		cost, err := benchmarks.MeasureIdleCommands(context.Background(), c, t, cfg)

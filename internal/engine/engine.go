@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -65,20 +63,14 @@ type Engine struct {
 
 	// registries caches each topic's registry for Publish.
 	registries sync.Map // topic -> registry
-	// instance names this engine's publish lanes; lanes are the free lane numbers.
-	instance string
-	lanesMu  sync.Mutex
-	lanes    []int
-	nextLane int
-	tokens   map[int]uint64
+	// lanes are this engine's publish lanes (publish.lua).
+	lanes *backendkit.Lanes
 }
 
 // New returns the engine of store under prefix, with the backlog's default bounds.
 func New(client redis.UniversalClient, prefix string, store Store) *Engine {
-	var id [6]byte
-	_, _ = rand.Read(id[:])
-	e := &Engine{client: client, prefix: prefix, store: store, instance: hex.EncodeToString(id[:]),
-		tokens: map[int]uint64{}, waits: backendkit.NewWaits(client),
+	e := &Engine{client: client, prefix: prefix, store: store,
+		lanes: backendkit.NewLanes(), waits: backendkit.NewWaits(client),
 		backlogLimit: pubsub.BacklogLimitDefault, backlogTTL: pubsub.BacklogTTLDefault,
 		tombstoneTTL: pubsub.TombstoneTTLDefault}
 	e.scripts = map[string]*redis.Script{}

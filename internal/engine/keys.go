@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"strconv"
-
-	"github.com/relq/relq/internal/keys"
-)
+import "github.com/relq/relq/internal/keys"
 
 // topicKeys are the eight keys of a topic that every script receives first, in engine.lua's
 // keys_at order.
@@ -133,6 +129,3 @@ func (k GroupKeys) groupOnly() []string { return k.all[topicKeyCount:] }
 
 // storeOnly is a group's store keys, for publish's per-group KEYS.
 func (k GroupKeys) storeOnly() []string { return k.all[len(k.all)-len(k.store):] }
-
-// lane is the meta field of publish lane n of this engine (see publish.lua).
-func (e *Engine) lane(n int) string { return "p:" + e.instance + ":" + strconv.Itoa(n) }

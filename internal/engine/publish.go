@@ -37,9 +37,9 @@ func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string
 	if len(p.Messages) == 0 {
 		return nil, nil
 	}
-	lane, token := e.takeLane()
-	defer e.freeLane(lane)
-	return e.publish(ctx, p, e.lane(lane), token)
+	lane, token := e.lanes.Take()
+	defer e.lanes.Free(lane)
+	return e.publish(ctx, p, e.lanes.Field(lane), token)
 }
 
 // publish is Publish on a given lane and token (tests resend a call with them).
@@ -131,29 +131,6 @@ func (e *Engine) remember(topic string, reply []any) (registry, error) {
 	slices.Sort(reg.groups)
 	e.registries.Store(topic, reg)
 	return reg, nil
-}
-
-// takeLane returns a free publish lane and the next token on it. A lane runs one call at a
-// time, so a resend of the call finds the lane's record still its own (publish.lua).
-func (e *Engine) takeLane() (int, string) {
-	e.lanesMu.Lock()
-	defer e.lanesMu.Unlock()
-	var n int
-	if len(e.lanes) > 0 {
-		n = e.lanes[len(e.lanes)-1]
-		e.lanes = e.lanes[:len(e.lanes)-1]
-	} else {
-		n = e.nextLane
-		e.nextLane++
-	}
-	e.tokens[n]++
-	return n, strconv.FormatUint(e.tokens[n], 10)
-}
-
-func (e *Engine) freeLane(n int) {
-	e.lanesMu.Lock()
-	defer e.lanesMu.Unlock()
-	e.lanes = append(e.lanes, n)
 }
 
 // EnsureGroup registers a durable group (ensuregroup.lua) and primes the publish cache with

@@ -84,3 +84,28 @@ local function tombstone(tombs, group, now, ttl)
   redis.call('ZADD', tombs, now + ttl, group)
   redis.call('PEXPIREAT', tombs, redis.call('ZRANGE', tombs, -1, -1, 'WITHSCORES')[2])
 end
+
+-- Publish lanes (backendkit.Lanes). A publish resent by the Redis client after a lost reply
+-- must store nothing twice: each Publish call of a backend runs on a lane with a token, and
+-- the publish script keeps the lane's record in a field "p:<instance>:<n>" of the topic's meta
+-- HASH, "token:<the call's reply>:<ms of the call>". A lane runs one call at a time, so a
+-- resend finds its own token there and gets the same reply back; the records are as many as a
+-- process's concurrent calls, never one per call.
+-- LANE_IDLE_MS is how long a publish lane's record outlives its last call: far longer than
+-- any client resend, which follows its call within seconds.
+local LANE_IDLE_MS = 3600000
+
+-- sweep_lanes takes one bounded step of HSCAN over meta's lane records ("p:..." fields, whose
+-- values end with ":<ms>"), from the cursor kept in meta's "sweep" field, and deletes those
+-- idle for LANE_IDLE_MS: the records of processes that died. A lane's first call (token "1")
+-- runs it.
+local function sweep_lanes(meta, now)
+  local res = redis.call('HSCAN', meta, redis.call('HGET', meta, 'sweep') or '0', 'MATCH', 'p:*', 'COUNT', 64)
+  local idle = {}
+  for i = 1, #res[2], 2 do
+    local at = tonumber(string.match(res[2][i + 1], ':(%d+)$') or '0')
+    if at < now - LANE_IDLE_MS then idle[#idle + 1] = res[2][i] end
+  end
+  if #idle > 0 then call_chunked('HDEL', meta, idle, 1) end
+  redis.call('HSET', meta, 'sweep', res[1])
+end

@@ -44,3 +44,13 @@ end
 
 	require.NotContains(t, Link("return 1\n", lib), "local function", "nothing needed, nothing kept")
 }
+
+// Both adapters' publish scripts link the one sweep_lanes of common.lua, with what it uses.
+func TestCommonLinksTheLaneSweep(t *testing.T) {
+	t.Parallel()
+	src := Link("sweep_lanes(KEYS[1], now_ms())\n", Common())
+	require.Contains(t, src, "local LANE_IDLE_MS = 3600000")
+	require.Contains(t, src, "local function call_chunked(")
+	require.Contains(t, src, "local function sweep_lanes(meta, now)")
+	require.NotContains(t, src, "local function tombstone(", "what the verb does not use stays out")
+}

@@ -303,24 +303,6 @@ local function first_due(k, key)
   return k.first_due or nil
 end
 
--- LANE_IDLE_MS is how long a publish lane's record outlives its last call: far longer than
--- any client resend, which follows its call within seconds.
-local LANE_IDLE_MS = 3600000
-
--- sweep_lanes takes one bounded step of HSCAN over meta's lane records ("p:..." fields,
--- "token:last:ms"), from the cursor kept in meta's "sweep" field, and deletes those idle for
--- LANE_IDLE_MS.
-local function sweep_lanes(meta, now)
-  local res = redis.call('HSCAN', meta, redis.call('HGET', meta, 'sweep') or '0', 'MATCH', 'p:*', 'COUNT', 64)
-  local idle = {}
-  for i = 1, #res[2], 2 do
-    local at = tonumber(string.match(res[2][i + 1], ':(%d+)$') or '0')
-    if at < now - LANE_IDLE_MS then idle[#idle + 1] = res[2][i] end
-  end
-  if #idle > 0 then call_chunked('HDEL', meta, idle, 1) end
-  redis.call('HSET', meta, 'sweep', res[1])
-end
-
 -- layout_error is the error reply for data in storage layout found, which this code cannot read.
 local function layout_error(found)
   return redis.error_reply('RELQLAYOUT ' .. found .. ' ' .. LAYOUT)
