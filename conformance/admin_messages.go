@@ -81,7 +81,8 @@ func messagesDelayed(t *testing.T, h Harness) {
 		}
 	}
 	start := time.Now()
-	ids, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: out})
+	res, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: out})
+	ids := res.IDs
 	require.NoError(t, err)
 	end := time.Now()
 

@@ -16,6 +16,7 @@ import (
 func testBacklog(t *testing.T, f Factory) {
 	run(t, f, "FirstGroupTakesIt", Options{}, backlogFirstGroup)
 	run(t, f, "Bounded", Options{BacklogLimit: backlogLimit}, backlogBounded)
+	run(t, f, "Refused", Options{BacklogLimit: backlogLimit, BacklogFull: pubsub.BacklogRefuse}, backlogRefused)
 	run(t, f, "Expires", Options{BacklogTTL: backlogTTL}, backlogExpires)
 }
 
@@ -57,7 +58,8 @@ func backlogFirstGroup(t *testing.T, h Harness) {
 }
 
 // A backlog keeps at most BacklogLimit messages, the newest: publishes beyond it, one at a
-// time or in a batch, drop the oldest. A group's own messages are not bounded by it.
+// time or in a batch, drop the oldest, and say so: the publish's result and the topic's
+// TopicInfo count the drops. A group's own messages are not bounded by it.
 func backlogBounded(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic := topicName()
@@ -65,10 +67,19 @@ func backlogBounded(t *testing.T, h Harness) {
 	for range 4 {
 		ids = append(ids, publishDirect(t, h, topic, 1)...)
 	}
-	ids = append(ids, publishDirect(t, h, topic, 4)...)
+	res, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(4)})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), res.BacklogDropped, "a batch of 4 onto a backlog of 4 with limit %d drops 3", backlogLimit)
+	ids = append(ids, res.IDs...)
 	info := topicInfo(t, a, topic)
 	require.Equal(t, int64(backlogLimit), info.Backlog,
 		"a backlog of 8 publishes with Options.BacklogLimit %d (does the Factory pass Options.BacklogLimit to the backend?)", backlogLimit)
+	require.Equal(t, int64(3), info.BacklogDropped, "TopicInfo counts the drops")
+	res, err = h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(1)})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), res.BacklogDropped)
+	ids = append(ids, res.IDs...)
+	require.Equal(t, int64(4), topicInfo(t, a, topic).BacklogDropped, "the count adds up")
 
 	ensureGroup(t, h, topic, "g")
 	require.Equal(t, counts{Ready: backlogLimit}, countsOf(stats(t, h, topic, "g")))
@@ -79,8 +90,40 @@ func backlogBounded(t *testing.T, h Harness) {
 	}
 	require.ElementsMatch(t, ids[len(ids)-backlogLimit:], claimed, "the backlog kept other than the newest")
 
-	publishDirect(t, h, topic, 2*backlogLimit)
+	res, err = h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(2 * backlogLimit)})
+	require.NoError(t, err)
+	require.Zero(t, res.BacklogDropped, "a topic with a group drops nothing")
 	require.Equal(t, counts{Ready: 2 * backlogLimit, Pending: backlogLimit}, countsOf(stats(t, h, topic, "g")))
+	require.Equal(t, int64(4), topicInfo(t, a, topic).BacklogDropped, "the topic's drops stay counted")
+}
+
+// Under BacklogRefuse a full backlog refuses a publish it cannot hold whole, with a
+// *BacklogFullError, and stores nothing of it: the first group gets exactly what was accepted.
+func backlogRefused(t *testing.T, h Harness) {
+	a := adminOf(t, h)
+	topic := topicName()
+	ids := publishDirect(t, h, topic, backlogLimit-1)
+	_, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(2)})
+	var full *pubsub.BacklogFullError
+	require.ErrorAs(t, err, &full, "a batch the backlog cannot hold (does the Factory pass Options.BacklogFull?)")
+	require.ErrorIs(t, err, pubsub.ErrBacklogFull)
+	require.Equal(t, topic, full.Topic)
+	require.Equal(t, backlogLimit, full.Limit)
+	ids = append(ids, publishDirect(t, h, topic, 1)...)
+	_, err = h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(1)})
+	require.ErrorIs(t, err, pubsub.ErrBacklogFull, "a full backlog refuses one more")
+	info := topicInfo(t, a, topic)
+	require.Equal(t, int64(backlogLimit), info.Backlog)
+	require.Zero(t, info.BacklogDropped, "a refusing backlog drops nothing")
+
+	ensureGroup(t, h, topic, "g")
+	ds := claimN(t, h, topic, "g", "c", backlogLimit, time.Minute)
+	claimed := make([]string, len(ds))
+	for i, d := range ds {
+		claimed[i] = d.ID
+	}
+	require.ElementsMatch(t, ids, claimed, "the first group got other than what the backlog accepted")
+	publishDirect(t, h, topic, 2*backlogLimit) // a topic with a group refuses nothing
 }
 
 // A backlog's keys expire BacklogTTL after its last publish (each publish restarts the

@@ -18,11 +18,9 @@ import (
 // publishDirect publishes n messages with Backend.Publish and returns their delivery IDs.
 func publishDirect(t *testing.T, h Harness, topic string, n int) []string {
 	t.Helper()
-	out := make([]pubsub.OutMessage, n)
-	for i := range out {
-		out[i].Envelope = pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte(strconv.Itoa(i))}
-	}
-	ids, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: out})
+	out := outMessages(n)
+	res, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: out})
+	ids := res.IDs
 	require.NoError(t, err)
 	require.Len(t, ids, n)
 	return ids
@@ -104,8 +102,18 @@ func publishOne(t *testing.T, h Harness, topic string, m pubsub.OutMessage) stri
 	if m.Envelope.UUID == "" {
 		m.Envelope.UUID = watermill.NewUUID()
 	}
-	ids, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{m}})
+	res, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{m}})
+	ids := res.IDs
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
 	return ids[0]
+}
+
+// outMessages returns n messages with fresh UUIDs, their index as payload.
+func outMessages(n int) []pubsub.OutMessage {
+	out := make([]pubsub.OutMessage, n)
+	for i := range out {
+		out[i].Envelope = pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte(strconv.Itoa(i))}
+	}
+	return out
 }

@@ -15,14 +15,17 @@ func testOutage(t *testing.T, f Factory) {
 	run(t, f, "NothingLostAcrossRedisRestart", Options{Private: true}, outageNothingLost)
 }
 
-// Redis goes away for two seconds while a publisher publishes and a subscriber consumes.
+// Redis goes away for four seconds while a publisher publishes and a subscriber consumes.
 // Publish reports the failures, the publisher retries until it succeeds, the subscriber
 // resumes by itself, and every message whose Publish returned nil is delivered.
 func outageNothingLost(t *testing.T, h Harness) {
 	if h.Outage == nil {
 		t.Skip("the Harness gives no Outage for Options.Private: this test must stop Redis")
 	}
-	const outage = 2 * time.Second
+	// Longer than one Publish takes to fail: go-redis retries a command 3 times, each after up
+	// to 5 dials, so a Publish that started as Redis went away can last about 2 s and succeed
+	// on the Redis that came back, and an outage that short may see no Publish fail.
+	const outage = 4 * time.Second
 	topic := topicName()
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Concurrency: 4, RetryMax: 200 * time.Millisecond})
 	r := &recorder{}

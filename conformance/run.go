@@ -84,6 +84,9 @@ type Options struct {
 	// backend keeps more, or keeps it longer, than they asked.
 	BacklogLimit int
 	BacklogTTL   time.Duration
+	// BacklogFull, when not empty, is the backend's policy for a full backlog (the option
+	// of that name); the Refused case asks for pubsub.BacklogRefuse.
+	BacklogFull pubsub.BacklogPolicy
 	// TombstoneTTL, when not zero, is how long a group deleted through the Admin API stays
 	// deleted for the subscriptions that find it missing (see pubsub.TombstoneTTLDefault):
 	// the Factory passes it to the backend's option of that name. The vanish cases ask for a

@@ -68,7 +68,7 @@ func (b *loggedBackend) Leave(ctx context.Context, p *pubsub.LeaveParams) error 
 	return b.Backend.(pubsub.Ephemeral).Leave(ctx, p)
 }
 
-func (b *loggedBackend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string, error) {
+func (b *loggedBackend) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.PublishResult, error) {
 	b.log.mu.Lock()
 	b.log.tags[b.tag(p.Topic)] = true
 	b.log.mu.Unlock()

@@ -33,7 +33,7 @@ func TestClusterConformance(t *testing.T) {
 	cases := append(slices.Clone(faultBackends), backendCase{"streams-watermill",
 		func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
 			b, err := streams.New(c, streams.Options{Prefix: prefix, Format: streams.FormatWatermill,
-				BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL})
+				BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 			if err != nil {
 				return nil, nil, err
 			}

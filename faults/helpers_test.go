@@ -65,21 +65,21 @@ type backendCase struct {
 // (internal/worker) builds the same ones by name.
 var faultBackends = []backendCase{
 	{"list", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
-		b, err := list.New(c, list.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL})
+		b, err := list.New(c, list.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return nil, nil, err
 		}
 		return b, b.Faults(), nil
 	}},
 	{"zset", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
-		b, err := zset.New(c, zset.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL})
+		b, err := zset.New(c, zset.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return nil, nil, err
 		}
 		return b, b.Faults(), nil
 	}},
 	{"streams", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
-		b, err := streams.New(c, streams.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL})
+		b, err := streams.New(c, streams.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -273,3 +273,20 @@ func roundAll(ds []time.Duration) []time.Duration {
 	}
 	return out
 }
+
+// confirmedSentAfter returns the messages whose Publish started after t and returned nil.
+func (p *producer) confirmedSentAfter(t time.Time) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ok := make(map[string]bool, len(p.confirmed))
+	for _, u := range p.confirmed {
+		ok[u] = true
+	}
+	var out []string
+	for i, u := range p.sent {
+		if p.sentAt[i].After(t) && ok[u] {
+			out = append(out, u)
+		}
+	}
+	return out
+}

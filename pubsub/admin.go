@@ -112,6 +112,10 @@ type TopicInfo struct {
 	// Backlog counts the messages published while the topic had no group, kept for the first
 	// group that registers (see the backlog rule in docs/semantics.md).
 	Backlog int64
+	// BacklogDropped counts the messages the backlog dropped, the oldest first, to stay
+	// within its limit (BacklogDropOldest) since the topic's keys were created: they never
+	// reached a group.
+	BacklogDropped int64
 }
 
 // GroupInfo describes a group of a topic.

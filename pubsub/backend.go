@@ -26,8 +26,9 @@ type Backend interface {
 	// delivery IDs, in order. It returns nil only once Redis stored every message. Each
 	// registered group of the topic receives every message; with no group registered yet the
 	// message goes to the topic's backlog (see BacklogLimitDefault), which the first group
-	// registered takes.
-	Publish(ctx context.Context, p *PublishParams) ([]string, error)
+	// registered takes. A backlog at its limit drops its oldest messages (counted in the
+	// result) or, under BacklogRefuse, refuses the batch with a *BacklogFullError.
+	Publish(ctx context.Context, p *PublishParams) (PublishResult, error)
 
 	// EnsureGroup registers a group on a topic, so that it receives every message published
 	// from now on (and older ones where Capabilities.NewGroupReplay). Idempotent.
@@ -132,6 +133,15 @@ type OutMessage struct {
 type PublishParams struct {
 	Topic    string
 	Messages []OutMessage
+}
+
+// PublishResult is the outcome of Backend.Publish.
+type PublishResult struct {
+	// IDs are the messages' delivery IDs, in the order of PublishParams.Messages.
+	IDs []string
+	// BacklogDropped counts the backlog's oldest messages this publish dropped to keep the
+	// backlog within its limit (the topic had no group): lost to every group to come.
+	BacklogDropped int64
 }
 
 // EnsureGroupParams are the inputs of Backend.EnsureGroup.

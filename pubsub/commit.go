@@ -168,9 +168,11 @@ func (p *Publisher) send(topic string, batch []*publishCall, n int) (publishErr,
 	}
 	ctx, stop := commitContext(batch)
 	defer stop()
-	if _, err := p.backend.Publish(ctx, &PublishParams{Topic: topic, Messages: msgs}); err != nil {
+	res, err := p.backend.Publish(ctx, &PublishParams{Topic: topic, Messages: msgs})
+	if err != nil {
 		return err, nil
 	}
+	p.drops.add(p.logger, topic, res.BacklogDropped)
 	p.logger.Trace("relq: published", watermill.LogFields{"topic": topic, "count": n, "calls": len(batch)})
 	if p.waiter == nil {
 		return nil, nil

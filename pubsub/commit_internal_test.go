@@ -29,6 +29,7 @@ type memPublish struct {
 	hold    map[int]chan struct{} // call index -> closed to let it proceed
 	fail    map[int]error         // call index -> its error
 	started chan int              // call indexes, as they begin
+	dropped int64                 // backlog drops every call reports
 }
 
 func newMemPublish(held ...int) *memPublish {
@@ -41,7 +42,7 @@ func newMemPublish(held ...int) *memPublish {
 
 func (m *memPublish) Name() string { return "mem" }
 
-func (m *memPublish) Publish(ctx context.Context, p *PublishParams) ([]string, error) {
+func (m *memPublish) Publish(ctx context.Context, p *PublishParams) (PublishResult, error) {
 	m.mu.Lock()
 	i := len(m.calls)
 	m.calls = append(m.calls, len(p.Messages))
@@ -52,11 +53,11 @@ func (m *memPublish) Publish(ctx context.Context, p *PublishParams) ([]string, e
 		select {
 		case <-hold:
 		case <-ctx.Done(): // a flush must not be cancelled while a caller still waits for it
-			return nil, ctx.Err()
+			return PublishResult{}, ctx.Err()
 		}
 	}
 	if fail != nil {
-		return nil, fail
+		return PublishResult{}, fail
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -65,7 +66,7 @@ func (m *memPublish) Publish(ctx context.Context, p *PublishParams) ([]string, e
 		m.stored = append(m.stored, om.Envelope)
 		ids[j] = strconv.Itoa(len(m.stored))
 	}
-	return ids, nil
+	return PublishResult{IDs: ids, BacklogDropped: m.dropped}, nil
 }
 
 func (m *memPublish) release(i int) { close(m.hold[i]) }

@@ -2,22 +2,67 @@ package pubsub
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
 // The backlog rule. A message published to a topic that has no group is kept in the topic's
 // backlog, which the first group registered on the topic takes (it receives the backlog as
 // if it had been registered before those publishes). The backlog is bounded, so a topic that
-// nobody subscribes to never grows without end: it keeps at most BacklogLimit messages (a
-// publish beyond that drops the oldest), and its keys expire BacklogTTL after the last publish
-// while no group registers. Admin.Topic and the CLI show its size. A topic with neither a
-// group nor a backlog has no key in Redis.
+// nobody subscribes to never grows without end: it keeps at most BacklogLimit messages, and
+// its keys expire BacklogTTL after the last publish while no group registers. What a publish
+// beyond the limit does is the backend's BacklogFull policy: BacklogDropOldest (the default)
+// stores the batch and drops the oldest messages, which are counted (TopicInfo.BacklogDropped,
+// PublishResult.BacklogDropped) and logged by the Publisher; BacklogRefuse stores nothing
+// and fails the publish with a *BacklogFullError. Admin.Topic and the CLI show the backlog's
+// size and drops. A topic with neither a group nor a backlog has no key in Redis.
 const (
 	// BacklogLimitDefault is the backends' default bound on a topic's backlog.
 	BacklogLimitDefault = 10_000
 	// BacklogTTLDefault is the backends' default life of a backlog after its last publish.
 	BacklogTTLDefault = 24 * time.Hour
 )
+
+// BacklogPolicy is what a publish does to a topic whose backlog is at its limit: see the
+// backlog rule above, and docs/semantics.md for which to choose.
+type BacklogPolicy string
+
+const (
+	// BacklogDropOldest stores the publish and drops the backlog's oldest messages: the
+	// newest are kept, the publisher never blocks. The default.
+	BacklogDropOldest BacklogPolicy = "drop-oldest"
+	// BacklogRefuse stores nothing and fails the publish with a *BacklogFullError (matching
+	// ErrBacklogFull) while the backlog is full: nothing is lost silently, and the publisher
+	// must wait for a group, or give up.
+	BacklogRefuse BacklogPolicy = "refuse"
+)
+
+// ErrBacklogFull reports a publish refused because the topic has no group and its backlog is
+// at its limit, under BacklogRefuse. Nothing of the batch was stored.
+var ErrBacklogFull = errors.New("relq: backlog full")
+
+// BacklogFullError is the error of a publish refused under BacklogRefuse.
+type BacklogFullError struct {
+	Topic string
+	Limit int
+}
+
+func (e *BacklogFullError) Error() string {
+	return fmt.Sprintf("relq: publish to %q refused: the topic has no group and its backlog holds its limit of %d messages", e.Topic, e.Limit)
+}
+
+// Unwrap makes the error match ErrBacklogFull.
+func (e *BacklogFullError) Unwrap() error { return ErrBacklogFull }
+
+// CheckBacklogPolicy validates a backend option of that type; "" is BacklogDropOldest.
+func CheckBacklogPolicy(p BacklogPolicy) error {
+	switch p {
+	case "", BacklogDropOldest, BacklogRefuse:
+		return nil
+	}
+	return &ConfigError{Field: "BacklogFull", Reason: fmt.Sprintf("unknown policy %q: want %q or %q", p, BacklogDropOldest, BacklogRefuse)}
+}
 
 // Vanished is not deleted. A group's registration can disappear from Redis without anyone
 // deleting it: a Redis without persistence restarts empty, a failover promotes a replica that

@@ -47,6 +47,8 @@ type Publisher struct {
 	// lowered by tests.
 	maxMessages, maxBytes int
 
+	drops dropLog // backlog drops, logged once per topic per minute
+
 	mu     sync.Mutex
 	closed bool
 	topics map[string]*topicQueue // topics with a flush in flight or calls queued
@@ -74,6 +76,7 @@ func NewPublisher(backend Backend, config PublisherConfig, logger watermill.Logg
 		backend: backend, config: config, logger: logger,
 		maxMessages: commitMaxMessages, maxBytes: commitMaxBytes,
 		topics: map[string]*topicQueue{},
+		drops:  dropLog{now: time.Now},
 	}
 	if config.WaitReplicas > 0 {
 		w, ok := backend.(ReplicaWaiter)

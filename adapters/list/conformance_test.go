@@ -13,7 +13,7 @@ import (
 // build makes the list backend and its Faults for the shared test runs, with the backlog
 // bounds a conformance test asks for.
 func build(client redis.UniversalClient, prefix string, opts conformance.Options) (conformance.Harness, error) {
-	b, err := list.New(client, list.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL})
+	b, err := list.New(client, list.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 	if err != nil {
 		return conformance.Harness{}, err
 	}

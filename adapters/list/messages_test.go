@@ -22,7 +22,8 @@ func TestReadyMessagesAreReachableToADepth(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = pubsub.OutMessage{Envelope: adaptertest.Envelope(fmt.Sprint(i))}
 	}
-	ids, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: msgs})
+	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: msgs})
+	ids := res.IDs
 	require.NoError(t, err)
 	require.Len(t, ids, len(msgs))
 

@@ -99,7 +99,8 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 func TestPublishEmptyBatchWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ids, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t"})
+	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t"})
+	ids := res.IDs
 	require.NoError(t, err)
 	require.Empty(t, ids)
 	require.Empty(t, e.Keys("t"))

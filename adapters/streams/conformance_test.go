@@ -17,7 +17,7 @@ import (
 func buildFormat(format streams.Format) adaptertest.Build {
 	return func(client redis.UniversalClient, prefix string, opts conformance.Options) (conformance.Harness, error) {
 		b, err := streams.New(client, streams.Options{Prefix: prefix, Format: format,
-			BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL})
+			BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return conformance.Harness{}, err
 		}

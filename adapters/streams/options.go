@@ -92,6 +92,9 @@ type Options struct {
 	// finding no mark makes them register it again (its state vanished; see
 	// pubsub.TombstoneTTLDefault). Give every process of a deployment the same value.
 	// Defaults to pubsub.TombstoneTTLDefault (24h); negative is invalid.
+	// BacklogFull is what a publish the full backlog cannot hold does:
+	// pubsub.BacklogDropOldest (the default) or pubsub.BacklogRefuse.
+	BacklogFull pubsub.BacklogPolicy
 	TombstoneTTL time.Duration
 }
 
@@ -117,6 +120,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.TombstoneTTL == 0 {
 		o.TombstoneTTL = pubsub.TombstoneTTLDefault
+	}
+	if o.BacklogFull == "" {
+		o.BacklogFull = pubsub.BacklogDropOldest
 	}
 	if o.ConsumerIdleTimeout == 0 {
 		o.ConsumerIdleTimeout = ConsumerIdleTimeoutDefault
@@ -148,6 +154,9 @@ func (o Options) validate() error {
 		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
 	case o.TombstoneTTL < 0:
 		return &pubsub.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
+	}
+	if err := pubsub.CheckBacklogPolicy(o.BacklogFull); err != nil {
+		return err
 	}
 	return backendkit.ValidateBatchSize(o.BatchSize)
 }

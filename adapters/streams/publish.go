@@ -18,18 +18,18 @@ import (
 // When the script reports an ephemeral group of the topic whose members all expired, or a
 // group delete left unfinished, Publish finishes it after the batch is stored; an error there
 // is not the publish's (the next publish or Reclaim tries again).
-func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string, error) {
+func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.PublishResult, error) {
 	if err := b.check(ctx, "topic", p.Topic); err != nil {
-		return nil, err
+		return pubsub.PublishResult{}, err
 	}
 	if len(p.Messages) == 0 {
-		return nil, nil
+		return pubsub.PublishResult{}, nil
 	}
 	return b.publish(ctx, p, b.topicKeys(p.Topic).batchKey())
 }
 
 // publish is Publish with the batch's idempotency key given (tests resend a batch with it).
-func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey string) ([]string, error) {
+func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey string) (pubsub.PublishResult, error) {
 	names := b.codec.names()
 	trim, trimArg := "", int64(0)
 	switch {
@@ -50,10 +50,10 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey
 	tk := b.topicKeys(p.Topic)
 	res, err := publishScript.Run(ctx, b.client, tk.publishKeys(batchKey), args...).Slice()
 	if err != nil {
-		return nil, backendkit.RedisFull(err)
+		return pubsub.PublishResult{}, backendkit.RedisFull(err)
 	}
 	b.tidy(ctx, p.Topic, toStrings(res[1]))
-	return toStrings(res[0]), nil
+	return pubsub.PublishResult{IDs: toStrings(res[0])}, nil
 }
 
 // EnsureGroup registers a durable consumer group on the topic's stream (and the stream),

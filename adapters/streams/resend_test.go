@@ -14,5 +14,8 @@ func TestPublishResentWithItsBatchKeyStoresOnce(t *testing.T) {
 	e := newEnv(t)
 	e.EnsureGroup("orders", pubsub.DefaultGroup)
 	adaptertest.PublishResentStoresOnce(t, e.Env, func() string { return e.tk("orders").batchKey() },
-		func(p *pubsub.PublishParams, batch string) ([]string, error) { return e.b.publish(e.Ctx, p, batch) })
+		func(p *pubsub.PublishParams, batch string) ([]string, error) {
+			res, err := e.b.publish(e.Ctx, p, batch)
+			return res.IDs, err
+		})
 }

@@ -30,7 +30,7 @@ func TestOptions(t *testing.T) {
 	require.Equal(t, Options{Prefix: PrefixDefault, Format: FormatNative, Retention: RetainUntilTrimmed,
 		BatchSize: BatchSizeDefault, ConsumerIdleTimeout: ConsumerIdleTimeoutDefault,
 		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault,
-		TombstoneTTL: pubsub.TombstoneTTLDefault}, b.opts)
+		TombstoneTTL: pubsub.TombstoneTTLDefault, BacklogFull: pubsub.BacklogDropOldest}, b.opts)
 	require.Equal(t, "streams", b.Name())
 	require.Equal(t, pubsub.Capabilities{FIFO: true, NewGroupReplay: true, OnTimeDelay: true, DueOrder: true}, b.Capabilities())
 	b, err = New(c, Options{ConsumerIdleTimeout: -5})

@@ -16,9 +16,10 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.EnsureGroup("t", "other")
-	ids, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	idsRes, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
 		{Envelope: adaptertest.Envelope("a")}, {Envelope: adaptertest.Envelope("b")}, {Envelope: adaptertest.Envelope("c"), Priority: 4},
 	}})
+	ids := idsRes.IDs
 	require.NoError(t, err)
 	require.Len(t, ids, 3)
 	before := time.Now()

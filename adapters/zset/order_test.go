@@ -50,7 +50,8 @@ func TestPriorityOrdersMessagesDueTogether(t *testing.T) {
 	for i, m := range batch {
 		msgs[i] = pubsub.OutMessage{Envelope: adaptertest.Envelope(m.payload), Priority: m.priority}
 	}
-	got, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: msgs})
+	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: msgs})
+	got := res.IDs
 	require.NoError(t, err)
 	require.Equal(t, adaptertest.IDsFrom(t, got[0], 8), got)
 	id := func(n int) string { return got[n-1] } // the n-th published
@@ -84,12 +85,13 @@ func TestADueHigherPriorityGoesBeforeLowerOnesDueEarlier(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	ids, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
 		{Envelope: adaptertest.Envelope("urgent, due later"), Delay: 20 * time.Millisecond, Priority: 9},
 		{Envelope: adaptertest.Envelope("normal, due first")},
 		{Envelope: adaptertest.Envelope("normal, delayed"), Delay: 10 * time.Millisecond},
 		{Envelope: adaptertest.Envelope("urgent, due last"), Delay: 30 * time.Millisecond, Priority: 9},
 	}})
+	ids := res.IDs
 	require.NoError(t, err)
 	require.Len(t, ids, 4)
 	require.Equal(t, ids[1:2], qids(e.queue(k)), "due now: queued at once")
@@ -162,10 +164,11 @@ func TestClaimNeverTakesAMemberThatIsNotDue(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	ids, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
 		{Envelope: adaptertest.Envelope("future, top priority"), Delay: time.Hour, Priority: PriorityMax},
 		{Envelope: adaptertest.Envelope("due now")},
 	}})
+	ids := res.IDs
 	require.NoError(t, err)
 
 	require.Equal(t, []string{"due now"}, adaptertest.Payloads(e.Claim("t", "g", "c", 10)),

@@ -75,12 +75,13 @@ func TestPublishScoresAreDueTimesOnTheRedisClock(t *testing.T) {
 	k := e.gk("t", pubsub.DefaultGroup)
 	e.EnsureGroup("t", pubsub.DefaultGroup)
 	before := e.redisNow()
-	got, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
 		{Envelope: adaptertest.Envelope("now")},
 		{Envelope: adaptertest.Envelope("soon"), Delay: 250 * time.Millisecond},
 		{Envelope: adaptertest.Envelope("later"), Delay: time.Hour},
 		{Envelope: adaptertest.Envelope("sub-ms"), Delay: 1500 * time.Microsecond},
 	}})
+	got := res.IDs
 	require.NoError(t, err)
 	require.Equal(t, adaptertest.IDsFrom(t, got[0], 4), got)
 
@@ -144,7 +145,8 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 func TestPublishEmptyBatchWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ids, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t"})
+	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t"})
+	ids := res.IDs
 	require.NoError(t, err)
 	require.Empty(t, ids)
 	require.Empty(t, e.Keys("t"))

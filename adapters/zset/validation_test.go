@@ -29,7 +29,7 @@ func TestOptionsAndCapabilities(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
 		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault,
-		TombstoneTTL: pubsub.TombstoneTTLDefault}, Options{}.WithDefaults())
+		TombstoneTTL: pubsub.TombstoneTTLDefault, BacklogFull: pubsub.BacklogDropOldest}, Options{}.WithDefaults())
 	require.Equal(t, BatchSizeDefault, b.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:g:g:ready", b.Keys("t", "g").Store("ready"), "keys start with the default prefix")
 	require.Equal(t, "zset", b.Name())

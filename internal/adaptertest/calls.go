@@ -27,7 +27,8 @@ func (e *Env) PublishWith(topic string, delay time.Duration, priority int, paylo
 	for i, p := range payloads {
 		msgs[i] = pubsub.OutMessage{Envelope: Envelope(p), Delay: delay, Priority: priority}
 	}
-	ids, err := e.B.Publish(e.Ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	idsRes, err := e.B.Publish(e.Ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	ids := idsRes.IDs
 	require.NoError(e.T, err)
 	require.Len(e.T, ids, len(payloads))
 	return ids

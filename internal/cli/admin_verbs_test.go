@@ -85,7 +85,8 @@ func fillStates(f *fixture, b pubsub.Backend) (ready, delayed, pending, dead str
 // publishDelayed publishes one message due after delay.
 func (f *fixture) publishDelayed(b pubsub.Backend, topic string, env pubsub.Envelope, delay time.Duration) string {
 	f.t.Helper()
-	ids, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env, Delay: delay}}})
+	res, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env, Delay: delay}}})
+	ids := res.IDs
 	require.NoError(f.t, err)
 	return ids[0]
 }

@@ -78,7 +78,8 @@ func (f *fixture) publish(b pubsub.Backend, topic string, n int, delay time.Dura
 			UUID: "uuid-" + string(rune('a'+i)), Metadata: map[string]string{"n": string(rune('a' + i))},
 			Payload: []byte("msg-" + string(rune('a'+i)))}}
 	}
-	ids, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	idsRes, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	ids := idsRes.IDs
 	require.NoError(f.t, err)
 	return ids
 }
@@ -87,7 +88,8 @@ func (f *fixture) publish(b pubsub.Backend, topic string, n int, delay time.Dura
 func (f *fixture) publishOne(b pubsub.Backend, topic string, env pubsub.Envelope) string {
 	f.t.Helper()
 	f.someGroup(b, topic)
-	ids, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env}}})
+	idsRes, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env}}})
+	ids := idsRes.IDs
 	require.NoError(f.t, err)
 	return ids[0]
 }

@@ -56,6 +56,8 @@ type Engine struct {
 	backlogTTL   time.Duration
 	// tombstoneTTL is how long a deleted group's tombstone lasts (Options).
 	tombstoneTTL time.Duration
+	// backlogRefuse makes a full backlog refuse a publish (Options.BacklogFull).
+	backlogRefuse bool
 	// idle lets an idle consumer's Claims skip claim.lua for a while.
 	idle Idle
 	// waits runs the backend's blocking waits on connections of their own.

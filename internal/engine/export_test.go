@@ -8,7 +8,8 @@ import (
 
 // PublishOn is Publish on a given lane and token, as a resend by the Redis client runs it.
 func (e *Engine) PublishOn(ctx context.Context, p *pubsub.PublishParams, lane int, token string) ([]string, error) {
-	return e.publish(ctx, p, e.lanes.Field(lane), token)
+	res, err := e.publish(ctx, p, e.lanes.Field(lane), token)
+	return res.IDs, err
 }
 
 // Remember caches a registry reply, as Publish and EnsureGroup do.

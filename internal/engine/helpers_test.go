@@ -41,7 +41,8 @@ func messages(payloads ...string) []pubsub.OutMessage {
 // publish publishes payloads to topic and returns their IDs.
 func publish(t *testing.T, e *engine.Engine, topic string, payloads ...string) []string {
 	t.Helper()
-	ids, err := e.Publish(t.Context(), &pubsub.PublishParams{Topic: topic, Messages: messages(payloads...)})
+	res, err := e.Publish(t.Context(), &pubsub.PublishParams{Topic: topic, Messages: messages(payloads...)})
+	ids := res.IDs
 	require.NoError(t, err)
 	return ids
 }

@@ -30,9 +30,12 @@ type Options struct {
 	BatchSize int
 	// BacklogLimit bounds a topic's backlog: the messages published while the topic has no
 	// group, kept for the first group that registers (pubsub's backlog rule). A publish beyond
-	// it drops the oldest, those the first group would have received first. Defaults to
-	// pubsub.BacklogLimitDefault (10,000); negative is invalid.
+	// it drops the oldest, those the first group would have received first, or is refused
+	// (BacklogFull). Defaults to pubsub.BacklogLimitDefault (10,000); negative is invalid.
 	BacklogLimit int
+	// BacklogFull is what a publish the full backlog cannot hold does:
+	// pubsub.BacklogDropOldest (the default) or pubsub.BacklogRefuse.
+	BacklogFull pubsub.BacklogPolicy
 	// BacklogTTL is how long a backlog, and its topic's keys, live after the last publish while
 	// no group registers; then Redis deletes them (a topic created again issues delivery IDs
 	// above the old ones). Defaults to pubsub.BacklogTTLDefault (24h); negative is invalid.
@@ -63,6 +66,9 @@ func (o Options) WithDefaults() Options {
 	if o.TombstoneTTL == 0 {
 		o.TombstoneTTL = pubsub.TombstoneTTLDefault
 	}
+	if o.BacklogFull == "" {
+		o.BacklogFull = pubsub.BacklogDropOldest
+	}
 	return o
 }
 
@@ -76,6 +82,9 @@ func (o Options) validate() error {
 	}
 	if o.BacklogTTL < 0 {
 		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
+	}
+	if err := pubsub.CheckBacklogPolicy(o.BacklogFull); err != nil {
+		return err
 	}
 	if o.TombstoneTTL < 0 {
 		return &pubsub.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
@@ -97,5 +106,6 @@ func Open(client redis.UniversalClient, opts Options, store Store) (*Engine, err
 	store.BatchSize = opts.BatchSize
 	e := New(client, opts.Prefix, store)
 	e.backlogLimit, e.backlogTTL, e.tombstoneTTL = opts.BacklogLimit, opts.BacklogTTL, opts.TombstoneTTL
+	e.backlogRefuse = opts.BacklogFull == pubsub.BacklogRefuse
 	return e, nil
 }

@@ -30,12 +30,12 @@ type registry struct {
 // are deleted before the batch is stored (so it does not go to them), and a step of freeing
 // deleted groups' trash follows a publish that found some (an error there is left for the
 // next publish, Reclaim or delete to meet: the batch is stored).
-func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string, error) {
+func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.PublishResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic); err != nil {
-		return nil, err
+		return pubsub.PublishResult{}, err
 	}
 	if len(p.Messages) == 0 {
-		return nil, nil
+		return pubsub.PublishResult{}, nil
 	}
 	lane, token := e.lanes.Take()
 	defer e.lanes.Free(lane)
@@ -43,14 +43,14 @@ func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) ([]string
 }
 
 // publish is Publish on a given lane and token (tests resend a call with them).
-func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, token string) ([]string, error) {
+func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, token string) (pubsub.PublishResult, error) {
 	topic, msgs := p.Topic, p.Messages
 	reg := e.cached(topic)
 	head := append(e.topicKeys(topic).list(), e.backlog(topic)...)
 	for tries, sweeps := 0, 0; tries < publishTries; {
 		keys := slices.Clone(head)
 		args := make([]any, 0, 6+len(reg.groups)+3*len(msgs))
-		args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), len(reg.groups))
+		args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), e.backlogRefuse, len(reg.groups))
 		for _, g := range reg.groups {
 			keys = append(keys, e.Keys(topic, g).storeOnly()...)
 			args = append(args, g)
@@ -64,7 +64,7 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 		}
 		res, err := e.run(ctx, "publish", keys, args...).Slice()
 		if err != nil {
-			return nil, err
+			return pubsub.PublishResult{}, err
 		}
 		switch backendkit.Int(res[0]) {
 		case 1:
@@ -79,30 +79,32 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 			for i := range ids {
 				ids[i] = strconv.FormatInt(last-int64(len(ids)-1-i), 10)
 			}
-			return ids, nil
+			return pubsub.PublishResult{IDs: ids, BacklogDropped: backendkit.Int(res[4])}, nil
+		case 3:
+			return pubsub.PublishResult{}, &pubsub.BacklogFullError{Topic: topic, Limit: e.backlogLimit}
 		case 2:
 			// Ephemeral groups whose members all expired: delete them, then learn the registry.
 			// A sweep is not a stale registry; it has a bound of its own.
 			if sweeps++; sweeps > publishTries {
-				return nil, fmt.Errorf("%s: publish to %q: its expired groups could not be deleted in %d tries", e.store.Name, topic, publishTries)
+				return pubsub.PublishResult{}, fmt.Errorf("%s: publish to %q: its expired groups could not be deleted in %d tries", e.store.Name, topic, publishTries)
 			}
 			for _, g := range res[1:] {
 				name, _ := g.(string)
 				if err := pubsub.ValidateName("group", name); err != nil {
-					return nil, fmt.Errorf("%s: expired group: %w", e.store.Name, err)
+					return pubsub.PublishResult{}, fmt.Errorf("%s: expired group: %w", e.store.Name, err)
 				}
 				if _, err := e.deleteGroup(ctx, topic, name, modeExpired, "", sweepSteps); err != nil {
-					return nil, err
+					return pubsub.PublishResult{}, err
 				}
 			}
 		default:
 			if reg, err = e.remember(topic, res[1:]); err != nil {
-				return nil, err
+				return pubsub.PublishResult{}, err
 			}
 			tries++
 		}
 	}
-	return nil, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
+	return pubsub.PublishResult{}, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
 }
 
 // cached returns the registry Publish last saw on topic, or version "0" with no group.

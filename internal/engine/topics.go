@@ -95,9 +95,9 @@ func (e *Engine) describe(ctx context.Context, topic string) (pubsub.TopicInfo, 
 	if err != nil {
 		return pubsub.TopicInfo{}, nil, err
 	}
-	t := pubsub.TopicInfo{Name: topic, Backlog: backendkit.Int(res[0]), Groups: []string{}}
+	t := pubsub.TopicInfo{Name: topic, Backlog: backendkit.Int(res[0]), BacklogDropped: backendkit.Int(res[1]), Groups: []string{}}
 	groups := []pubsub.GroupInfo{}
-	for i := 1; i+2 < len(res); i += 3 {
+	for i := 2; i+2 < len(res); i += 3 {
 		name, _ := res[i].(string)
 		value, _ := res[i+1].(string)
 		g := pubsub.GroupInfo{Topic: topic, Name: name}

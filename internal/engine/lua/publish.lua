@@ -26,11 +26,15 @@
 -- ARGV[3] -> this call's token on the lane
 -- ARGV[4] -> the backlog's limit (messages)
 -- ARGV[5] -> the backlog's TTL in ms
--- ARGV[6] -> G, the number of groups passed
--- ARGV[7 .. 6+G] -> the group names, in the order of their KEYS
--- ARGV[7+G+3j .. 9+G+3j] -> message j: delay in ms (0: due now), priority, envelope bytes
--- Returns {1, last, version, trash}, the IDs being last-N+1 .. last, trash 1 when deleted
--- groups' keys wait in the trash (drain.lua); or {0, version, groups...} when the caller's
+-- ARGV[6] -> what a batch the backlog cannot hold does: '0' drops the backlog's oldest (counted
+--            in meta's backlog_dropped), '1' refuses the batch (pubsub.BacklogRefuse)
+-- ARGV[7] -> G, the number of groups passed
+-- ARGV[8 .. 7+G] -> the group names, in the order of their KEYS
+-- ARGV[8+G+3j .. 10+G+3j] -> message j: delay in ms (0: due now), priority, envelope bytes
+-- Returns {1, last, version, trash, dropped}, the IDs being last-N+1 .. last, trash 1 when
+-- deleted groups' keys wait in the trash (drain.lua), dropped how many of the backlog's oldest
+-- this call dropped; or {3} when the backlog refused the batch (nothing written); or
+-- {0, version, groups...} when the caller's
 -- version is stale (nothing written); or {2, groups...} when those ephemeral groups' members
 -- all expired (nothing written: the caller deletes them and publishes again); or an error
 -- reply for a layout this code cannot read.
@@ -45,16 +49,16 @@ local function stale(ver)
 end
 
 local S = #STORE_KEY_NAMES
-local G = tonumber(ARGV[6])
+local G = tonumber(ARGV[7])
 local fields = {'ver', 'seq', ARGV[2], 'layout', 'expire'}
-for g = 1, G do fields[#fields + 1] = 'w:' .. ARGV[6 + g] end
+for g = 1, G do fields[#fields + 1] = 'w:' .. ARGV[7 + g] end
 local meta = redis.call('HMGET', KEYS[1], unpack(fields))
 local ver, seq, lane, expire = meta[1], topic_seq(meta[2]), meta[3], meta[5]
 if lane then
   local token, last = string.match(lane, '^(%d+):(%d+)')
   -- The caller's own version: the registry may have changed since the call first ran, and
   -- the caller must not take the new version for the groups it routed to.
-  if token == ARGV[3] then return {1, tonumber(last), ARGV[1], 0} end
+  if token == ARGV[3] then return {1, tonumber(last), ARGV[1], 0, 0} end
 end
 check_layout(meta[4])
 if not ver and redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
@@ -77,8 +81,12 @@ else
   end
 end
 
-local base = 7 + G
+local base = 8 + G
 local n = (#ARGV - base + 1) / 3
+local bk = store_keys_at(TOPIC_KEYS + 1)
+if G == 0 and ARGV[6] == '1' and store_size(bk) + n > tonumber(ARGV[4]) then
+  return {3} -- refused: the backlog cannot hold the batch, and nothing was written
+end
 local msgs, bodies = {}, {}
 for j = 0, n - 1 do
   local id = ms(seq + 1 + j)
@@ -99,12 +107,15 @@ end
 local last = seq + n
 local set = {'seq', last, ARGV[2], ARGV[3] .. ':' .. ms(last) .. ':' .. ms(now)}
 local written = {KEYS[1], KEYS[2], KEYS[3]}
+local dropped = 0
 if G == 0 then
-  local bk = store_keys_at(TOPIC_KEYS + 1)
   store_push(bk, msgs, now, nil)
   local over = store_size(bk) - tonumber(ARGV[4])
   if over > 0 then
-    unref({refs = KEYS[3], bodies = KEYS[2]}, (store_drop(bk, math.min(over, n + BACKLOG_TRIM))))
+    local ids
+    ids, dropped = store_drop(bk, math.min(over, n + BACKLOG_TRIM))
+    unref({refs = KEYS[3], bodies = KEYS[2]}, ids)
+    redis.call('HINCRBY', KEYS[1], 'backlog_dropped', dropped)
   end
   set[#set + 1] = 'backlog'
   set[#set + 1] = STORE_NAME
@@ -126,4 +137,4 @@ end
 -- A process that dies leaves its lanes' records behind. A lane's first call sweeps a few
 -- fields of meta for records no call touched for LANE_IDLE_MS (no resend comes that late).
 if ARGV[3] == '1' then sweep_lanes(KEYS[1], now) end
-return {1, last, ver or '0', redis.call('EXISTS', KEYS[7])}
+return {1, last, ver or '0', redis.call('EXISTS', KEYS[7]), dropped}
