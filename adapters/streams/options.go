@@ -94,7 +94,7 @@ type Options struct {
 	// Defaults to pubsub.TombstoneTTLDefault (24h); negative is invalid.
 	// BacklogFull is what a publish the full backlog cannot hold does:
 	// pubsub.BacklogDropOldest (the default) or pubsub.BacklogRefuse.
-	BacklogFull pubsub.BacklogPolicy
+	BacklogFull  pubsub.BacklogPolicy
 	TombstoneTTL time.Duration
 }
 
