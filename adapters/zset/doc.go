@@ -98,7 +98,7 @@
 //     pushes a token onto the consumer's own wake list at the due time (wake.lua), which ends
 //     its BLPOP within a round trip; the BLPOP's timeout is only a fallback, a little later.
 //
-// An idle consumer thus sends one BLPOP per Block and one claim.lua per engine.IdleProbe (2s),
+// An idle consumer thus sends one BLPOP per Block and one claim.lua per engine.IdleProbe (1s),
 // whatever is scheduled: between probes its Claims go straight to BLPOP, since the group's
 // sleep mark (Block + IdleProbe) makes every publish push a token. A delayed message is
 // claimed within milliseconds after it is due. The BLPOP timeout is sent in milliseconds
