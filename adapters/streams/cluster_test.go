@@ -91,8 +91,7 @@ func TestWorksOnRedisCluster(t *testing.T) {
 		}
 		require.NoError(t, sub.Close())
 
-		// Listing and deleting topics: every key of each (publish idempotency keys included,
-		// found on the topic's primary) goes.
+		// Listing and deleting topics: every key of each goes.
 		listed, err := backend.ListTopics(ctx)
 		require.NoError(t, err)
 		require.Len(t, listed, 6)
