@@ -57,13 +57,12 @@ var (
 	// aclAdminCommands are sent from Go, outside scripts, by each backend's pubsub.Admin:
 	// ListTopics finds the topics with SCAN (on every primary of a Cluster); DeleteTopic reads
 	// the registry and the trash on list and zset (HKEYS, ZRANGE) and on streams the stream's
-	// groups (XINFO GROUPS) and those whose delete is unfinished (SMEMBERS), and unlinks the
-	// topic's publish records, which it finds with SCAN (UNLINK). Admin's scripts are among
-	// the backend's Lua files, in the data-plane rule already.
+	// groups (XINFO GROUPS) and those whose delete is unfinished (SMEMBERS). Admin's scripts
+	// are among the backend's Lua files, in the data-plane rule already.
 	aclAdminCommands = map[string][]string{
 		"list":    {"scan", "hkeys", "zrange"},
 		"zset":    {"scan", "hkeys", "zrange"},
-		"streams": {"scan", "xinfo|groups", "smembers", "unlink"},
+		"streams": {"scan", "xinfo|groups", "smembers"},
 	}
 	// aclUnblockCommands are optional: list asks each connection it opens for a blocking
 	// wait for its client ID (CLIENT ID, once per connection, at its first BLMOVE), to end

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -126,25 +125,15 @@ func memorySlack(base int64) int64 { return max(base/20, 256<<10) }
 
 // snapshot is what Redis holds at one moment.
 type snapshot struct {
-	keys     int64 // keys that stay: every key but the expiring records below
+	keys     int64 // every key
 	keyBytes int64 // MEMORY USAGE of those keys
-	// records counts streams' publish idempotency records (T:batch:<uuid>, one per Publish
-	// call), which expire a minute after their publish: their number follows the publish rate,
-	// not the number of requests, so they are counted apart.
-	records     int64
-	recordBytes int64 // their MEMORY USAGE
-	memory      int64 // INFO used_memory, less recordBytes
+	memory   int64 // INFO used_memory
 }
 
 // settle samples Redis once the last request's asynchronous clean-up (an ephemeral group's
 // Leave runs as its subscription stops) has had its turn: it waits until two samples 100 ms
-// apart agree on the key count, so a sample never catches a request half done; and, in the
-// full run, until streams' publish records expired (drainRecords).
+// apart agree on the key count, so a sample never catches a request half done.
 func settle(t *testing.T, client redis.UniversalClient) snapshot {
-	if drainRecords {
-		require.Eventually(t, func() bool { return read(t, client).records == 0 }, 2*time.Minute, time.Second,
-			"streams' publish records should expire a minute after their publish")
-	}
 	prev := read(t, client)
 	for range 50 {
 		time.Sleep(100 * time.Millisecond)
@@ -176,20 +165,14 @@ func read(t *testing.T, client redis.UniversalClient) snapshot {
 	if err != nil && !errors.Is(err, redis.Nil) { // a key that expired meanwhile
 		require.NoError(t, err)
 	}
-	for i, u := range usage {
-		switch {
-		case u.Err() != nil:
-		case strings.Contains(names[i], ":batch:"):
-			s.records++
-			s.recordBytes += u.Val()
-		default:
+	for _, u := range usage {
+		if u.Err() == nil {
 			s.keys++
 			s.keyBytes += u.Val()
 		}
 	}
 	s.memory, err = usedMemory(ctx, client)
 	require.NoError(t, err)
-	s.memory -= s.recordBytes
 	return s
 }
 

@@ -22,6 +22,8 @@ type Backend struct {
 	idle idleConsumers
 	// waits runs the XREADs of blocking claims on connections of their own.
 	waits *backendkit.Waits
+	// lanes are the publish lanes, which let a resent publish append nothing twice.
+	lanes *backendkit.Lanes
 }
 
 var (
@@ -40,7 +42,8 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	return &Backend{client: client, opts: opts, codec: codec{format: opts.Format}, waits: backendkit.NewWaits(client)}, nil
+	return &Backend{client: client, opts: opts, codec: codec{format: opts.Format}, waits: backendkit.NewWaits(client),
+		lanes: backendkit.NewLanes()}, nil
 }
 
 // AddWaitHook adds a go-redis hook to the connections of blocking claims, which are not the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +44,7 @@ func TestTheBacklogIsBoundedInLengthAndInTime(t *testing.T) {
 	n := e.xlen(e.tk("t").stream)
 	require.Equal(t, int64(150), n, "the backlog keeps exactly BacklogLimit entries")
 	require.Equal(t, n, e.topicInfo("t").Backlog)
-	for _, key := range []string{e.tk("t").stream, e.tk("t").published} {
+	for _, key := range []string{e.tk("t").stream, e.tk("t").published, e.tk("t").meta} {
 		ttl := e.C.PTTL(e.Ctx, key).Val()
 		require.True(t, ttl > 59*time.Minute && ttl <= time.Hour, "%s expires in %v", key, ttl)
 	}
@@ -53,7 +54,7 @@ func TestTheBacklogIsBoundedInLengthAndInTime(t *testing.T) {
 	ds := e.Claim("t", "g", "c", 1000)
 	require.Len(t, ds, int(n))
 	require.Equal(t, last, adaptertest.IDs(ds[len(ds)-100:]))
-	for _, key := range []string{e.tk("t").stream, e.tk("t").published} {
+	for _, key := range []string{e.tk("t").stream, e.tk("t").published, e.tk("t").meta} {
 		require.Equal(t, time.Duration(-1), e.C.PTTL(e.Ctx, key).Val(), "%s still expires", key)
 	}
 	require.Zero(t, e.topicInfo("t").Backlog, "no backlog while the topic has a group")
@@ -103,7 +104,7 @@ func TestTheLastGroupsEntriesAreTrimmedInStepsWhileADeleteIsUnfinished(t *testin
 	e.Publish("t", payloads("n", 3)...)
 	for _, group := range []string{"g", "h"} { // unregister only: g's dead letters stay in its tomb
 		k := e.gk("t", group)
-		_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), group, modeAdmin, "", 2, "0", 60000, tombstoneMs).Slice()
+		_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), group, modeAdmin, "", 2, "0", 60000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
 		require.NoError(t, err)
 	}
 	require.True(t, e.Exists(e.gk("t", "g").deadGone))

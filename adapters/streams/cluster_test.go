@@ -93,8 +93,8 @@ func TestWorksOnRedisCluster(t *testing.T) {
 		}
 		require.NoError(t, sub.Close())
 
-		// Listing and deleting topics: every key of each (publish idempotency keys included,
-		// found on the topic's primary) goes, but the tombstones of its groups, which expire.
+		// Listing and deleting topics: every key of each goes, but the tombstones of its groups,
+		// which expire.
 		listed, err := backend.ListTopics(ctx)
 		require.NoError(t, err)
 		require.Len(t, listed, 6)

@@ -116,7 +116,8 @@ func TestPurgeDeletesDeadLettersAndWithDeleteOnAckTheirEntries(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Zero(t, e.xlen(k.topic.stream))
 	require.Equal(t, counts{}, e.counts("t", "g"))
-	require.Equal(t, []string{"g:g:counters", "g:g:leases", "g:other:counters", "g:other:leases", "published", "stream"}, e.Keys("t"))
+	require.Equal(t, []string{"g:g:counters", "g:g:leases", "g:other:counters", "g:other:leases", "meta", "published", "stream"}, e.Keys("t"),
+		"meta holds the publish lane's record")
 }
 
 // A purge by IDs deletes only the group's dead letters among them, in calls of at most

@@ -117,9 +117,9 @@ func (b *Backend) tidy(ctx context.Context, topic string, groups []string) {
 // consumer group on it (another program's too, in FormatWatermill), relq's keys of the topic
 // and of each group, and the dead letters of deletes left unfinished. Its groups are read
 // first to name their keys; the script refuses, and they are read again, if a group came
-// meanwhile. The publish idempotency keys of the last minute (T:batch:<uuid>, which expire by
-// themselves) are then found with SCAN on the topic's node and unlinked. Subscribers of its
-// groups get pubsub.ErrGroupDeleted; a later publish creates the topic again, as a new one.
+// meanwhile. The publish lanes' records are fields of the topic's meta HASH, so they go with
+// it. Subscribers of its groups get pubsub.ErrGroupDeleted; a later publish creates the topic
+// again, as a new one.
 // pubsub.ErrTopicNotFound when the topic has no key.
 func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	if err := b.check(ctx, "topic", topic); err != nil {
@@ -144,11 +144,7 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 		if n < 0 {
 			continue // a group came meanwhile
 		}
-		swept, err := b.sweepBatches(ctx, tk)
-		if err != nil {
-			return err
-		}
-		if n+swept == 0 {
+		if n == 0 {
 			return fmt.Errorf("streams: delete topic %q: %w", topic, pubsub.ErrTopicNotFound)
 		}
 		return nil
@@ -174,39 +170,6 @@ func (b *Backend) groupsToDrop(ctx context.Context, tk topicKeys) ([]string, err
 	names = append(names, deleting...)
 	slices.Sort(names)
 	return slices.Compact(names), nil
-}
-
-// sweepBatches unlinks the topic's publish idempotency keys, found with SCAN on the node that
-// holds the topic's slot, and returns how many it unlinked.
-func (b *Backend) sweepBatches(ctx context.Context, tk topicKeys) (int64, error) {
-	var node redis.Cmdable = b.client
-	if c, ok := b.client.(*redis.ClusterClient); ok {
-		n, err := c.MasterForKey(ctx, tk.stream)
-		if err != nil {
-			return 0, err
-		}
-		node = n
-	}
-	pattern := backendkit.EscapeGlob(tk.base) + ":batch:*"
-	var cursor uint64
-	var total int64
-	for {
-		found, next, err := node.Scan(ctx, cursor, pattern, 200).Result()
-		if err != nil {
-			return total, err
-		}
-		if len(found) > 0 {
-			n, err := node.Unlink(ctx, found...).Result()
-			if err != nil {
-				return total, err
-			}
-			total += n
-		}
-		if next == 0 {
-			return total, nil
-		}
-		cursor = next
-	}
 }
 
 // groupGone reports the error reply of a script run on a group that is not registered

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -125,7 +126,7 @@ func TestAnUnfinishedDeleteIsFinishedLater(t *testing.T) {
 			e.EnsureGroup("t", "keep")
 			e.deadLetter("t", "g", payloads("m", 25)...)
 			k := e.gk("t", "g")
-			res, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, tombstoneMs).Slice()
+			res, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
 			require.NoError(t, err)
 			require.Equal(t, []any{"deleted", int64(1), ""}, res)
 			require.True(t, e.Exists(k.deadGone))
@@ -169,11 +170,11 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 		e.EnsureGroup(other, "g")
 		e.Publish(other, "x")
 		otherKeys := e.Keys(other)
-		require.NotEmpty(t, e.BatchKeys(topic))
+		require.NotEmpty(t, e.lanes().LaneRecords(topic))
 
 		require.NoError(t, e.b.DeleteTopic(e.Ctx, topic))
 		require.Empty(t, e.KeysLeft(topic))
-		require.Empty(t, e.BatchKeys(topic))
+		require.False(t, e.Exists(e.tk(topic).meta), "the publish lanes' records go with meta")
 		require.False(t, e.Exists(e.tk(topic).stream))
 		require.Equal(t, otherKeys, e.Keys(other))
 		require.ErrorIs(t, e.b.DeleteTopic(e.Ctx, topic), pubsub.ErrTopicNotFound)
@@ -193,7 +194,7 @@ func TestDeleteTopicAlsoDropsAnUnfinishedGroupDelete(t *testing.T) {
 	e.EnsureGroup("t", "other") // g is not the last group, whose delete would drop the topic at once
 	e.deadLetter("t", "g", payloads("m", 25)...)
 	k := e.gk("t", "g")
-	_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, tombstoneMs).Slice()
+	_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
 	require.NoError(t, err)
 	require.True(t, e.Exists(k.deadGone))
 	require.NoError(t, e.b.DeleteTopic(e.Ctx, "t"))

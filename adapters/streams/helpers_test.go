@@ -7,7 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -170,6 +169,3 @@ func requireDueWithin(t *testing.T, due float64, before, after time.Time, delay 
 	require.GreaterOrEqual(t, due, float64(before.Add(delay).UnixMilli()), "due before delay had passed")
 	require.LessOrEqual(t, due, float64(after.Add(delay).UnixMilli()), "due later than delay after the call")
 }
-
-// tombstoneMs is the default tombstone TTL as unregister.lua's admin mode takes it.
-var tombstoneMs = backendkit.Millis(pubsub.TombstoneTTLDefault)

@@ -1,9 +1,6 @@
 package streams
 
-import (
-	"github.com/google/uuid"
-	"github.com/relq/relq/internal/keys"
-)
+import "github.com/relq/relq/internal/keys"
 
 // topicKeys are the keys shared by every group of one topic.
 type topicKeys struct {
@@ -12,7 +9,7 @@ type topicKeys struct {
 	published string // STRING: the topic's publish counter
 	delayed   string // ZSET id -> due ms: entries published with a delay
 	deadRefs  string // HASH id -> number of groups keeping it as a dead letter
-	meta      string // HASH backlog_from: the entry ID after which the backlog starts
+	meta      string // HASH backlog_from: the entry ID after which the backlog starts; p:<instance>:<n>: publish lanes (publish.lua)
 	paused    string // SET of the paused groups
 	ephemeral string // ZSET group -> ms when its last membership runs out: the ephemeral groups
 	deleting  string // SET of the deleted groups whose dead letters are still being released
@@ -107,10 +104,6 @@ func (k topicKeys) topicAnd(more ...string) []string {
 	return append(k.all(), more...)
 }
 
-func (k topicKeys) publishKeys(batch string) []string {
-	return k.topicAnd(batch)
-}
-
 // registerKeys are the topic's keys, the group's own, then the topic's tombs.
 func (k groupKeys) registerKeys() []string {
 	return append(k.topic.topicAnd(k.own()...), k.topic.tombs)
@@ -167,9 +160,4 @@ func (k groupKeys) injectKeys() []string {
 // inspectKeys are the keys the Admin scripts read and write of a group and its topic.
 func (k groupKeys) inspectKeys() []string {
 	return k.topic.topicAnd(k.retry, k.pendingAt, k.leases, k.dead, k.deadIndex, k.deadOrder, k.marks, k.wake)
-}
-
-// batchKey returns a new idempotency key for one Publish call (see publish.lua).
-func (k topicKeys) batchKey() string {
-	return keys.Join(k.base, "batch", uuid.NewString())
 }

@@ -25,11 +25,15 @@ func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.
 	if len(p.Messages) == 0 {
 		return pubsub.PublishResult{}, nil
 	}
-	return b.publish(ctx, p, b.topicKeys(p.Topic).batchKey())
+	lane, token := b.lanes.Take()
+	defer b.lanes.Free(lane)
+	return b.publish(ctx, p, b.lanes.Field(lane), token)
 }
 
-// publish is Publish with the batch's idempotency key given (tests resend a batch with it).
-func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey string) (pubsub.PublishResult, error) {
+// publish is Publish on a given lane (its meta field) and token: a resend of the call by the
+// Redis client after a lost reply finds the lane's record its own and appends nothing twice
+// (publish.lua). Tests resend a call with them.
+func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, lane, token string) (pubsub.PublishResult, error) {
 	names := b.codec.names()
 	trim, trimArg := "", int64(0)
 	switch {
@@ -38,8 +42,8 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey
 	case b.opts.MaxAge > 0:
 		trim, trimArg = "MINID", backendkit.Millis(b.opts.MaxAge)
 	}
-	args := make([]any, 0, 6+len(names)+len(p.Messages)*(1+len(names)))
-	args = append(args, trim, trimArg, b.opts.BacklogLimit, backendkit.Millis(b.opts.BacklogTTL), b.opts.BatchSize, len(names))
+	args := make([]any, 0, 8+len(names)+len(p.Messages)*(1+len(names)))
+	args = append(args, lane, token, trim, trimArg, b.opts.BacklogLimit, backendkit.Millis(b.opts.BacklogTTL), b.opts.BatchSize, len(names))
 	for _, n := range names {
 		args = append(args, n)
 	}
@@ -48,7 +52,7 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, batchKey
 		args = append(args, b.codec.values(m.Envelope)...)
 	}
 	tk := b.topicKeys(p.Topic)
-	res, err := publishScript.Run(ctx, b.client, tk.publishKeys(batchKey), args...).Slice()
+	res, err := publishScript.Run(ctx, b.client, tk.all(), args...).Slice()
 	if err != nil {
 		return pubsub.PublishResult{}, backendkit.RedisFull(err)
 	}

@@ -34,7 +34,7 @@ func TestPublishAppendsABatchWithOneTimeToTheBacklogOfATopicWithoutGroups(t *tes
 
 	// No group existed, and a publish registers none: the entries are the backlog.
 	require.Empty(t, groupsOf(t, e, "t"))
-	require.Equal(t, []string{"published", "stream"}, e.Keys("t"))
+	require.Equal(t, []string{"meta", "published", "stream"}, e.Keys("t"), "meta holds the publish lane's record")
 	require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{}, Backlog: 3}, e.topicInfo("t"))
 }
 

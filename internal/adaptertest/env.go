@@ -42,33 +42,8 @@ func NewEnv(t *testing.T, c *redis.Client, prefix string, b pubsub.Backend) *Env
 	return e
 }
 
-// Keys lists the keys of topic, without the tag, sorted: "seq", "g:default:ready", ... It
-// leaves out the publish idempotency keys ("batch:<uuid>"), which expire by themselves a
-// minute after their publish; BatchKeys lists those.
+// Keys lists the keys of topic, without the tag, sorted: "seq", "g:default:ready", ...
 func (e *Env) Keys(topic string) []string {
-	e.T.Helper()
-	var out []string
-	for _, k := range e.allKeys(topic) {
-		if !strings.HasPrefix(k, "batch:") {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// BatchKeys lists the publish idempotency keys of topic, without the tag.
-func (e *Env) BatchKeys(topic string) []string {
-	e.T.Helper()
-	var out []string
-	for _, k := range e.allKeys(topic) {
-		if strings.HasPrefix(k, "batch:") {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func (e *Env) allKeys(topic string) []string {
 	e.T.Helper()
 	tag := e.Tag(topic) + ":"
 	var out []string

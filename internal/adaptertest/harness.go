@@ -2,7 +2,6 @@ package adaptertest
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -57,9 +56,7 @@ func Factory(build Build) conformance.Factory {
 }
 
 // TopicKeys returns a conformance Harness.Keys: the keys under base(topic)+":" (found with
-// SCAN), and those of also(topic) that exist (nil: none), leaving out the publish
-// idempotency records (base:batch:<uuid>), which expire by themselves a minute after their
-// publish.
+// SCAN), and those of also(topic) that exist (nil: none).
 func TopicKeys(c redis.UniversalClient, base func(topic string) string, also func(topic string) []string) func(topic string) ([]string, error) {
 	return func(topic string) ([]string, error) {
 		ctx := context.Background()
@@ -67,9 +64,7 @@ func TopicKeys(c redis.UniversalClient, base func(topic string) string, also fun
 		var out []string
 		iter := c.Scan(ctx, 0, under+"*", 1000).Iterator()
 		for iter.Next(ctx) {
-			if !strings.HasPrefix(iter.Val(), under+"batch:") {
-				out = append(out, iter.Val())
-			}
+			out = append(out, iter.Val())
 		}
 		if err := iter.Err(); err != nil {
 			return nil, err

@@ -1,9 +1,7 @@
 package engine_test
 
 import (
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
@@ -18,58 +16,25 @@ import (
 // anew. The lane record is a field of meta: no key per call, no expiry.
 func TestPublishResentOnItsLaneStoresOnce(t *testing.T) {
 	t.Parallel()
-	for name, e := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
-			require.NoError(t, e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "orders", Group: "g"}))
-			p := &pubsub.PublishParams{Topic: "orders", Messages: messages("a", "b")}
-			first, err := e.PublishOn(ctx, p, 0, "7")
-			require.NoError(t, err)
-			again, err := e.PublishOn(ctx, p, 0, "7")
-			require.NoError(t, err)
-			require.Equal(t, first, again)
-			st, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "orders", Group: "g"})
-			require.NoError(t, err)
-			require.EqualValues(t, 2, st.Ready)
-			require.EqualValues(t, 2, st.Counters.Published)
-
-			next, err := e.PublishOn(ctx, p, 0, "8")
-			require.NoError(t, err)
-			require.Equal(t, []string{adaptertest.IDAfter(t, first[0], 2), adaptertest.IDAfter(t, first[0], 3)}, next)
-			other, err := e.PublishOn(ctx, p, 1, "7")
-			require.NoError(t, err)
-			require.Equal(t, []string{adaptertest.IDAfter(t, first[0], 4), adaptertest.IDAfter(t, first[0], 5)}, other, "another lane's token is its own")
-
-			k := e.Keys("orders", "g")
-			ttl := e.Client().PTTL(ctx, k.Meta()).Val()
-			require.Equal(t, time.Duration(-1), ttl, "meta exists and never expires")
-		})
-	}
+	eachBackend(t, func(t *testing.T, r adaptertest.LaneRig) {
+		first, next, other := adaptertest.PublishResentOnItsLaneStoresOnce(t, r)
+		require.Equal(t, adaptertest.IDsFrom(t, first[0], 2), first)
+		require.Equal(t, adaptertest.IDsFrom(t, adaptertest.IDAfter(t, first[0], 2), 2), next)
+		require.Equal(t, adaptertest.IDsFrom(t, adaptertest.IDAfter(t, first[0], 4), 2), other, "another lane's token is its own")
+	})
 }
 
 // Concurrent Publish calls of one engine never share a lane, so no call's resend can be taken
 // for another's.
 func TestConcurrentPublishesTakeTheirOwnLanes(t *testing.T) {
 	t.Parallel()
-	for name, e := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
-			const calls = 50
-			errs := make(chan error, calls)
-			for i := range calls {
-				go func() {
-					_, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages(fmt.Sprint(i))})
-					errs <- err
-				}()
-			}
-			for range calls {
-				require.NoError(t, <-errs)
-			}
-			topic, err := e.Topic(ctx, "t")
-			require.NoError(t, err)
-			require.EqualValues(t, calls, topic.Backlog)
-		})
-	}
+	eachBackend(t, adaptertest.ConcurrentPublishesTakeTheirOwnLanes)
+}
+
+// A thousand publishes leave the keys the first one left: no key per publish.
+func TestPublishesLeaveNoKeyPerCall(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, r adaptertest.LaneRig) { adaptertest.PublishesLeaveNoKeyPerCall(t, r, 1000) })
 }
 
 // A registry member that is not a valid group name (foreign data with braces would address
@@ -169,22 +134,5 @@ func TestBatchSizeIsBounded(t *testing.T) {
 // a lane sweeps those idle for an hour, and keeps the others.
 func TestIdleLaneRecordsAreSwept(t *testing.T) {
 	t.Parallel()
-	for name, e := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
-			_, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("x")})
-			require.NoError(t, err)
-			meta := e.Keys("t", "g").Meta()
-			hour := time.Hour.Milliseconds()
-			now := time.Now().UnixMilli()
-			require.NoError(t, e.Client().HSet(ctx, meta,
-				"p:dead:0", fmt.Sprintf("5:9:%d", now-2*hour), "p:live:0", fmt.Sprintf("5:9:%d", now)).Err())
-
-			_, err = e.PublishOn(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("y")}, 7, "1")
-			require.NoError(t, err)
-			fields := e.Client().HKeys(ctx, meta).Val()
-			require.NotContains(t, fields, "p:dead:0", "idle for two hours: swept")
-			require.Contains(t, fields, "p:live:0")
-		})
-	}
+	eachBackend(t, adaptertest.IdleLaneRecordsAreSwept)
 }

@@ -30,6 +30,37 @@ func backendsWith(t *testing.T, opts engine.Options) map[string]*engine.Engine {
 	return map[string]*engine.Engine{"list": l.Engine, "zset": z.Engine}
 }
 
+// eachBackend runs test in a parallel subtest per backend over the engine, each on a prefix
+// of its own, as an adaptertest.LaneRig.
+func eachBackend(t *testing.T, test func(t *testing.T, r adaptertest.LaneRig)) {
+	for _, name := range []string{"list", "zset"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, prefix := adaptertest.Server(t)
+			var (
+				b   pubsub.Backend
+				e   *engine.Engine
+				err error
+			)
+			if name == "list" {
+				var l *list.Backend
+				l, err = list.New(c, engine.Options{Prefix: prefix})
+				b, e = l, l.Engine
+			} else {
+				var z *zset.Backend
+				z, err = zset.New(c, engine.Options{Prefix: prefix})
+				b, e = z, z.Engine
+			}
+			require.NoError(t, err)
+			test(t, adaptertest.LaneRig{
+				Env:       adaptertest.NewEnv(t, c, prefix, b),
+				PublishOn: e.PublishOn,
+				Meta:      func(topic string) string { return e.Keys(topic, "g").Meta() },
+			})
+		})
+	}
+}
+
 func messages(payloads ...string) []pubsub.OutMessage {
 	out := make([]pubsub.OutMessage, len(payloads))
 	for i, p := range payloads {

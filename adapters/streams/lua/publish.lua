@@ -6,53 +6,71 @@
 -- the topic's keys expire the backlog's ttl after this publish. An exact trim costs O(entries
 -- removed): once the backlog is at its limit, this batch's length. A stream longer than the
 -- limit plus this batch (entries published while the topic had groups, still to trim, or a
--- limit lowered)
--- loses at most the batch and ARGV[5] more per publish, so no publish is O(N).
+-- limit lowered) loses at most the batch and ARGV[7] more per publish, so no publish is O(N).
 -- The first entry gets an automatic ID ("<ms>-<seq>"); the others get the same ms and the
 -- following seqs, so the batch shares one publish time, which delays count from: a delayed
 -- message's due time (ms + delay) goes to the topic's delayed ZSET (one ZADD per call), and
 -- readers park it until then.
 --
+-- A resent call (the client lost the reply and sent it again) appends nothing twice: each
+-- Publish call of a Backend runs on a lane (backendkit.Lanes), a field of the topic's meta
+-- HASH that holds the lane's last call, "token:ids:ms"; a lane runs one call at a time, so a
+-- resend finds its own token there and returns the same IDs. ids is "<first ID>/<count>" when
+-- the IDs follow each other (always, unless their sequence passed 2^52, after an entry another
+-- program added with such an ID), else the IDs joined by ','. The records are one per lane, never one per call; a lane's
+-- first call sweeps records idle for an hour (common.lua's sweep_lanes), which a process that
+-- died leaves behind. They go with meta: with the topic's other keys.
+--
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys): stream, published, delayed, ...
--- KEYS[9] -> this Publish call's batch key (STRING, 1 min TTL): its IDs, so that a resend of
---            the call by the Redis client after a lost reply appends nothing twice
--- ARGV[1] -> trim strategy: '' (none), 'MAXLEN' or 'MINID'
--- ARGV[2] -> MAXLEN: the length; MINID: the age in ms of the oldest entry to keep
--- ARGV[3] -> the backlog limit (entries)
--- ARGV[4] -> the backlog ttl in ms
--- ARGV[5] -> the most entries a publish trims from the backlog beyond its own batch
--- ARGV[6] -> F, the number of fields of an entry
--- ARGV[7 .. 6+F] -> the field names
+-- ARGV[1] -> the lane's meta field
+-- ARGV[2] -> this call's token on the lane
+-- ARGV[3] -> trim strategy: '' (none), 'MAXLEN' or 'MINID'
+-- ARGV[4] -> MAXLEN: the length; MINID: the age in ms of the oldest entry to keep
+-- ARGV[5] -> the backlog limit (entries)
+-- ARGV[6] -> the backlog ttl in ms
+-- ARGV[7] -> the most entries a publish trims from the backlog beyond its own batch
+-- ARGV[8] -> F, the number of fields of an entry
+-- ARGV[9 .. 8+F] -> the field names
 -- then per message: delay in ms (0: due now), F field values
--- Per call, beyond the XADDs: one XINFO GROUPS, one PTTL of the stream, one EXISTS of the
--- ephemeral and deleting keys (their ZRANGEBYSCORE and SRANDMEMBER only when either exists).
+-- Per call, beyond the XADDs: one HGET and one HSET of meta (the lane), one TIME, one XINFO
+-- GROUPS, one PTTL of the stream, one EXISTS of the ephemeral and deleting keys (their
+-- ZRANGEBYSCORE and SRANDMEMBER only when either exists).
 -- Returns {ids, tidy}: ids the entries' IDs in order; tidy the groups the caller should
 -- delete (unregister.lua's 'expired' mode: an ephemeral group whose members all expired, or
 -- a group whose delete is unfinished), and '' when entries published while the topic had
 -- groups are still to trim (release.lua).
 
 local k = topic_keys()
-local batch = KEYS[9]
-local done = redis.call('GET', batch)
-if done then
-  local ids = {}
-  for id in string.gmatch(done, '[^,]+') do ids[#ids + 1] = id end
-  return {ids, {}}
+local lane = redis.call('HGET', k.meta, ARGV[1])
+if lane then
+  local token, done = string.match(lane, '^(%d+):([^:]*):%d+$')
+  if token == ARGV[2] then
+    local ids = {}
+    local m, s, count = string.match(done, '^(%d+)%-(%d+)/(%d+)$')
+    if m then
+      for j = 0, tonumber(count) - 1 do ids[#ids + 1] = m .. '-' .. string.format('%d', tonumber(s) + j) end
+    else
+      for id in string.gmatch(done, '[^,]+') do ids[#ids + 1] = id end
+    end
+    return {ids, {}}
+  end
 end
+local now = now_ms()
 local groups = groups_of(k)
 local grouped = #groups > 0
 
-local f = tonumber(ARGV[6])
-local first = 7 + f
+local f = tonumber(ARGV[8])
+local first = 9 + f
 local per = 1 + f
 local n = (#ARGV - first + 1) / per
 local ids, due = {}, {}
 local ms, seq
+local consecutive = true
 for j = 0, n - 1 do
   local a = first + j * per
   local fields = {}
   for i = 1, f do
-    fields[#fields + 1] = ARGV[6 + i]
+    fields[#fields + 1] = ARGV[8 + i]
     fields[#fields + 1] = ARGV[a + i]
   end
   local id
@@ -61,6 +79,8 @@ for j = 0, n - 1 do
     if j == 0 then
       local m, s = id_parts(id)
       ms, seq = m, tonumber(s)
+    else
+      consecutive = false
     end
   else
     id = ms .. '-' .. string.format('%d', seq + j)
@@ -75,19 +95,24 @@ for j = 0, n - 1 do
 end
 if #due > 0 then call_chunked('ZADD', k.delayed, due, 2) end
 redis.call('INCRBY', k.published, n)
+local record = table.concat(ids, ',')
+if consecutive then record = ids[1] .. '/' .. n end
+redis.call('HSET', k.meta, ARGV[1], ARGV[2] .. ':' .. record .. ':' .. now)
+if ARGV[2] == '1' then sweep_lanes(k.meta, now) end
 
-if ARGV[1] == 'MAXLEN' then
-  redis.call('XTRIM', k.stream, 'MAXLEN', '~', ARGV[2])
-elseif ARGV[1] == 'MINID' then
-  redis.call('XTRIM', k.stream, 'MINID', '~', math.max(0, tonumber(ms) - tonumber(ARGV[2])))
+if ARGV[3] == 'MAXLEN' then
+  redis.call('XTRIM', k.stream, 'MAXLEN', '~', ARGV[4])
+elseif ARGV[3] == 'MINID' then
+  redis.call('XTRIM', k.stream, 'MINID', '~', math.max(0, tonumber(ms) - tonumber(ARGV[4])))
 end
 
+-- meta, written above, expires with the topic's other keys when they do.
 local tidy = {}
 if not grouped then
   -- The backlog: bounded in length, and in time while no group registers.
-  local keep = math.max(tonumber(ARGV[3]), redis.call('XLEN', k.stream) - n - tonumber(ARGV[5]))
+  local keep = math.max(tonumber(ARGV[5]), redis.call('XLEN', k.stream) - n - tonumber(ARGV[7]))
   redis.call('XTRIM', k.stream, 'MAXLEN', '=', keep)
-  for _, key in ipairs({k.stream, k.published, k.delayed, k.meta}) do redis.call('PEXPIRE', key, ARGV[4]) end
+  for _, key in ipairs({k.stream, k.published, k.delayed, k.meta}) do redis.call('PEXPIRE', key, ARGV[6]) end
   local from = redis.call('HGET', k.meta, 'backlog_from')
   if from and redis.call('XRANGE', k.stream, '-', from, 'COUNT', 1)[1] then tidy[#tidy + 1] = '' end
 elseif redis.call('PTTL', k.stream) > 0 then
@@ -104,7 +129,7 @@ elseif redis.call('PTTL', k.stream) > 0 then
       redis.call('PERSIST', key)
     end
   else
-    keep_ttl(k, {k.delayed})
+    keep_ttl(k, {k.delayed, k.meta})
   end
 end
 if redis.call('EXISTS', k.ephemeral, k.deleting) > 0 then
@@ -114,5 +139,4 @@ if redis.call('EXISTS', k.ephemeral, k.deleting) > 0 then
   local unfinished = redis.call('SRANDMEMBER', k.deleting)
   if unfinished then tidy[#tidy + 1] = unfinished end
 end
-redis.call('SET', batch, table.concat(ids, ','), 'PX', 60000)
 return {ids, tidy}
