@@ -96,11 +96,12 @@ func (b *Backend) pause(ctx context.Context, topic, group, flag string) error {
 type topicDesc struct {
 	name    string
 	backlog int64
+	dropped int64
 	groups  []pubsub.GroupInfo
 }
 
 func (d topicDesc) asInfo() pubsub.TopicInfo {
-	info := pubsub.TopicInfo{Name: d.name, Groups: make([]string, len(d.groups)), Backlog: d.backlog}
+	info := pubsub.TopicInfo{Name: d.name, Groups: make([]string, len(d.groups)), Backlog: d.backlog, BacklogDropped: d.dropped}
 	for i, g := range d.groups {
 		info.Groups[i] = g.Name
 	}
@@ -113,8 +114,8 @@ func (b *Backend) topicInfo(ctx context.Context, topic string) (topicDesc, error
 	if err != nil {
 		return topicDesc{}, err
 	}
-	d := topicDesc{name: topic, backlog: backendkit.Int(res[0]), groups: []pubsub.GroupInfo{}}
-	for i := 1; i+2 < len(res); i += 3 {
+	d := topicDesc{name: topic, backlog: backendkit.Int(res[0]), dropped: backendkit.Int(res[1]), groups: []pubsub.GroupInfo{}}
+	for i := 2; i+2 < len(res); i += 3 {
 		g := pubsub.GroupInfo{Topic: topic, Paused: backendkit.Int(res[i+1]) == 1}
 		g.Name, _ = res[i].(string)
 		if exp := backendkit.Int(res[i+2]); exp >= 0 {

@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
@@ -42,8 +43,9 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, lane, to
 	case b.opts.MaxAge > 0:
 		trim, trimArg = "MINID", backendkit.Millis(b.opts.MaxAge)
 	}
-	args := make([]any, 0, 8+len(names)+len(p.Messages)*(1+len(names)))
-	args = append(args, lane, token, trim, trimArg, b.opts.BacklogLimit, backendkit.Millis(b.opts.BacklogTTL), b.opts.BatchSize, len(names))
+	args := make([]any, 0, 9+len(names)+len(p.Messages)*(1+len(names)))
+	args = append(args, lane, token, trim, trimArg, b.opts.BacklogLimit, backendkit.Millis(b.opts.BacklogTTL), b.opts.BatchSize,
+		b.opts.BacklogFull == pubsub.BacklogRefuse, len(names))
 	for _, n := range names {
 		args = append(args, n)
 	}
@@ -54,10 +56,13 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, lane, to
 	tk := b.topicKeys(p.Topic)
 	res, err := publishScript.Run(ctx, b.client, tk.all(), args...).Slice()
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "RELQFULL") {
+			return pubsub.PublishResult{}, &pubsub.BacklogFullError{Topic: p.Topic, Limit: b.opts.BacklogLimit}
+		}
 		return pubsub.PublishResult{}, backendkit.RedisFull(err)
 	}
 	b.tidy(ctx, p.Topic, toStrings(res[1]))
-	return pubsub.PublishResult{IDs: toStrings(res[0])}, nil
+	return pubsub.PublishResult{IDs: toStrings(res[0]), BacklogDropped: backendkit.Int(res[2])}, nil
 }
 
 // EnsureGroup registers a durable consumer group on the topic's stream (and the stream),

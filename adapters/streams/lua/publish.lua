@@ -29,16 +29,20 @@
 -- ARGV[5] -> the backlog limit (entries)
 -- ARGV[6] -> the backlog ttl in ms
 -- ARGV[7] -> the most entries a publish trims from the backlog beyond its own batch
--- ARGV[8] -> F, the number of fields of an entry
--- ARGV[9 .. 8+F] -> the field names
+-- ARGV[8] -> what a batch the backlog cannot hold does: '0' drops the backlog's oldest (counted
+--            in meta's backlog_dropped), '1' refuses the batch (pubsub.BacklogRefuse)
+-- ARGV[9] -> F, the number of fields of an entry
+-- ARGV[10 .. 9+F] -> the field names
 -- then per message: delay in ms (0: due now), F field values
 -- Per call, beyond the XADDs: one HGET and one HSET of meta (the lane), one TIME, one XINFO
 -- GROUPS, one PTTL of the stream, one EXISTS of the ephemeral and deleting keys (their
 -- ZRANGEBYSCORE and SRANDMEMBER only when either exists).
--- Returns {ids, tidy}: ids the entries' IDs in order; tidy the groups the caller should
--- delete (unregister.lua's 'expired' mode: an ephemeral group whose members all expired, or
--- a group whose delete is unfinished), and '' when entries published while the topic had
--- groups are still to trim (release.lua).
+-- Returns {ids, tidy, dropped}: ids the entries' IDs in order; tidy the groups the caller
+-- should delete (unregister.lua's 'expired' mode: an ephemeral group whose members all
+-- expired, or a group whose delete is unfinished), and '' when entries published while the
+-- topic had groups are still to trim (release.lua); dropped how many of the backlog's oldest
+-- entries this call trimmed. A batch the backlog refuses (ARGV[8] '1'): the error RELQFULL,
+-- with nothing written.
 
 local k = topic_keys()
 local lane = redis.call('HGET', k.meta, ARGV[1])
@@ -52,17 +56,20 @@ if lane then
     else
       for id in string.gmatch(done, '[^,]+') do ids[#ids + 1] = id end
     end
-    return {ids, {}}
+    return {ids, {}, 0}
   end
 end
 local now = now_ms()
 local groups = groups_of(k)
 local grouped = #groups > 0
 
-local f = tonumber(ARGV[8])
-local first = 9 + f
+local f = tonumber(ARGV[9])
+local first = 10 + f
 local per = 1 + f
 local n = (#ARGV - first + 1) / per
+if not grouped and ARGV[8] == '1' and backlog_size(k) + n > tonumber(ARGV[5]) then
+  return redis.error_reply('RELQFULL the topic has no group and its backlog cannot hold the batch')
+end
 local ids, due = {}, {}
 local ms, seq
 local consecutive = true
@@ -70,7 +77,7 @@ for j = 0, n - 1 do
   local a = first + j * per
   local fields = {}
   for i = 1, f do
-    fields[#fields + 1] = ARGV[8 + i]
+    fields[#fields + 1] = ARGV[9 + i]
     fields[#fields + 1] = ARGV[a + i]
   end
   local id
@@ -107,13 +114,21 @@ elseif ARGV[3] == 'MINID' then
 end
 
 -- meta, written above, expires with the topic's other keys when they do.
-local tidy = {}
+local tidy, dropped = {}, 0
 if not grouped then
-  -- The backlog: bounded in length, and in time while no group registers.
-  local keep = math.max(tonumber(ARGV[5]), redis.call('XLEN', k.stream) - n - tonumber(ARGV[7]))
-  redis.call('XTRIM', k.stream, 'MAXLEN', '=', keep)
-  for _, key in ipairs({k.stream, k.published, k.delayed, k.meta}) do redis.call('PEXPIRE', key, ARGV[6]) end
+  -- The backlog: bounded in length, and in time while no group registers. The oldest entries
+  -- trimmed that were published while the topic had groups (up to backlog_from) are no
+  -- backlog: only the others count as dropped.
+  local length = redis.call('XLEN', k.stream)
+  local keep = math.max(tonumber(ARGV[5]), length - n - tonumber(ARGV[7]))
   local from = redis.call('HGET', k.meta, 'backlog_from')
+  if length > keep then
+    local older = 0
+    if from then older = #redis.call('XRANGE', k.stream, '-', from, 'COUNT', length - keep) end
+    dropped = redis.call('XTRIM', k.stream, 'MAXLEN', '=', keep) - older
+    if dropped > 0 then redis.call('HINCRBY', k.meta, 'backlog_dropped', dropped) else dropped = 0 end
+  end
+  for _, key in ipairs({k.stream, k.published, k.delayed, k.meta}) do redis.call('PEXPIRE', key, ARGV[6]) end
   if from and redis.call('XRANGE', k.stream, '-', from, 'COUNT', 1)[1] then tidy[#tidy + 1] = '' end
 elseif redis.call('PTTL', k.stream) > 0 then
   -- The keys expire while every group is ephemeral (Join). A group another program created on
@@ -139,4 +154,4 @@ if redis.call('EXISTS', k.ephemeral, k.deleting) > 0 then
   local unfinished = redis.call('SRANDMEMBER', k.deleting)
   if unfinished then tidy[#tidy + 1] = unfinished end
 end
-return {ids, tidy}
+return {ids, tidy, dropped}
