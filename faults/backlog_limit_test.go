@@ -77,7 +77,7 @@ func TestBacklogPastItsLimit(t *testing.T) {
 					"the first group did not get the backlog")
 				require.Equal(t, len(want), c.handled.distinct(), "the first group got messages the backlog dropped or refused")
 				record(row{
-					Scenario: "backlog past its limit, " + string(policy), Backend: bc.name,
+					Scenario: "11 backlog past its limit, " + string(policy), Backend: bc.name,
 					Published: len(accepted), Handled: c.handled.distinct(), Duplicates: c.handled.duplicates(),
 					Note: fmt.Sprintf("%d publishes to a topic with no group, BacklogLimit %d: %d dropped (TopicInfo.BacklogDropped, %d warning line), %d refused with *BacklogFullError; the first group got the %d kept",
 						published, limit, info.BacklogDropped, warnings, refused, len(want)),

@@ -71,7 +71,7 @@ func TestGroupDeletedThroughTheAdminAPI(t *testing.T) {
 			}
 			t.Logf("%s: subscription stopped %v after the delete; tombstone ended after %v", bc.name, stoppedIn.Round(time.Millisecond), ended.Round(time.Millisecond))
 			record(row{
-				Scenario: "group deleted through the Admin API", Backend: bc.name, Published: 15, Handled: 15,
+				Scenario: "10 group deleted through the Admin API", Backend: bc.name, Published: 15, Handled: 15,
 				Note: fmt.Sprintf("subscription stopped %v after the delete (ErrGroupDeleted); TombstoneTTL %v: tombstone ended after %v; the 5 published meanwhile waited in the backlog",
 					stoppedIn.Round(time.Millisecond), tombstone, ended.Round(100*time.Millisecond)),
 			})

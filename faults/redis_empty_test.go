@@ -91,7 +91,7 @@ func runRedisEmpty(t *testing.T, bc backendCase, how string) {
 	t.Logf("%s/%s: %d published after Redis came back, all delivered; %d published before went with the data; first delivery %v after Redis answered; re-registered %d times",
 		how, bc.name, len(after), gone, roundAll(firsts), st.Counters.Reregistered)
 	record(row{
-		Scenario: "redis " + how + " under subscribers", Backend: bc.name,
+		Scenario: "9 redis " + how + " under subscribers", Backend: bc.name,
 		Published: len(after), Handled: len(after) - len(missing), Duplicates: c.handled.duplicates(), Lost: len(missing),
 		Recovery: worst,
 		Note: fmt.Sprintf("%d× emptied; first delivery %v after Redis answered; counted: published after it came back; %d published before were gone with its data",
