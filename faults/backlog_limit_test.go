@@ -66,13 +66,7 @@ func TestBacklogPastItsLimit(t *testing.T) {
 					want = accepted[published-limit:]
 				}
 
-				sub := newFaultSubscriber(t, b, pubsub.SubscriberConfig{})
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				msgs, err := sub.Subscribe(ctx, topic)
-				require.NoError(t, err)
-				c := newConsumer(msgs)
-				defer c.stop(cancel)
+				c := subscribeConsumer(t, newFaultSubscriber(t, b, pubsub.SubscriberConfig{}), topic)
 				require.True(t, pollUntil(settleTimeout, func() bool { return len(c.handled.missing(want)) == 0 }),
 					"the first group did not get the backlog")
 				require.Equal(t, len(want), c.handled.distinct(), "the first group got messages the backlog dropped or refused")

@@ -57,13 +57,7 @@ func runRedisKilled(t *testing.T, bc backendCase, fsync string) {
 		Concurrency: redisConsumers, Lease: redisLease,
 		RetryMin: 20 * time.Millisecond, RetryMax: 250 * time.Millisecond,
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	msgs, err := sub.Subscribe(ctx, topic)
-	require.NoError(t, err)
-
-	c := newConsumer(msgs)
-	defer c.stop(cancel)
+	c := subscribeConsumer(t, sub, topic)
 	p := newProducer(pub, topic)
 	defer p.stop()
 
@@ -169,6 +163,21 @@ func (c *consumer) storedTwice() int {
 		n += len(ids) - 1
 	}
 	return n
+}
+
+// subscribeConsumer subscribes sub to topic and handles its messages with a consumer, stopped
+// when t ends, before the subscriber closes.
+func subscribeConsumer(t *testing.T, sub *pubsub.Subscriber, topic string) *consumer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	msgs, err := sub.Subscribe(ctx, topic)
+	if err != nil {
+		cancel()
+		require.NoError(t, err)
+	}
+	c := newConsumer(msgs)
+	t.Cleanup(func() { c.stop(cancel) })
+	return c
 }
 
 // stop cancels the subscription and waits for the handlers to drain.

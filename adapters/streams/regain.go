@@ -20,15 +20,9 @@ func (b *Backend) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainPara
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return pubsub.RegisterAgainResult{}, err
 	}
-	eph := "0"
-	if p.Ephemeral {
-		if err := pubsub.ValidateName("consumer", p.Consumer); err != nil {
-			return pubsub.RegisterAgainResult{}, err
-		}
-		if p.TTL <= 0 {
-			return pubsub.RegisterAgainResult{}, &pubsub.ConfigError{Field: "RegisterAgainParams.TTL", Reason: "must be positive"}
-		}
-		eph = "1"
+	eph, err := backendkit.RegainMode(p)
+	if err != nil {
+		return pubsub.RegisterAgainResult{}, err
 	}
 	after, _ := parseID(p.After) // "" for none, or for an ID not of this backend's
 	k := b.groupKeys(p.Topic, p.Group)

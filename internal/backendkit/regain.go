@@ -1,6 +1,10 @@
 package backendkit
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/relq/relq/pubsub"
+)
 
 // Found says, for the log, what a re-registration (Backend.RegisterAgain) found of its topic: known reports a topic that still knew
 // it had had groups (its keys were not all lost), others how many other groups it had.
@@ -15,4 +19,20 @@ func Found(known bool, others int64) string {
 		return fmt.Sprintf("the topic with %d other group(s) but without this one's registration: "+
 			"it was deleted outside relq's Admin API", others)
 	}
+}
+
+// RegainMode checks what RegisterAgainParams says of an ephemeral group and returns the
+// regain scripts' ephemeral flag: "1" for an ephemeral group (with a valid consumer and a
+// positive TTL), "0" for a durable one.
+func RegainMode(p *pubsub.RegisterAgainParams) (string, error) {
+	if !p.Ephemeral {
+		return "0", nil
+	}
+	if err := pubsub.ValidateName("consumer", p.Consumer); err != nil {
+		return "", err
+	}
+	if p.TTL <= 0 {
+		return "", &pubsub.ConfigError{Field: "RegisterAgainParams.TTL", Reason: "must be positive"}
+	}
+	return "1", nil
 }

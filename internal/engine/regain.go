@@ -17,15 +17,9 @@ func (e *Engine) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParam
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return pubsub.RegisterAgainResult{}, err
 	}
-	eph := "0"
-	if p.Ephemeral {
-		if err := pubsub.ValidateName("consumer", p.Consumer); err != nil {
-			return pubsub.RegisterAgainResult{}, err
-		}
-		if p.TTL <= 0 {
-			return pubsub.RegisterAgainResult{}, &pubsub.ConfigError{Field: "RegisterAgainParams.TTL", Reason: "must be positive"}
-		}
-		eph = "1"
+	eph, err := backendkit.RegainMode(p)
+	if err != nil {
+		return pubsub.RegisterAgainResult{}, err
 	}
 	keys := append(e.topicKeys(p.Topic).list(), e.backlog(p.Topic)...)
 	keys = append(keys, e.Keys(p.Topic, p.Group).groupOnly()...)
