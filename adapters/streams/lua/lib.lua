@@ -340,8 +340,10 @@ end
 -- was routed to it. entries_read, when given, tells Redis 7 how many entries come before
 -- start, so that it knows the group's lag (6.2 has no such option: created without).
 -- A tombstone of the name (an earlier group an operator deleted) goes: it is about that group.
+-- It goes after the XGROUP CREATE: a ZREM first would be the script's first write, after which
+-- Redis no longer refuses a write for want of memory, and a new group on a full Redis must be
+-- refused (ErrRedisFull).
 local function create_group(k, start, replay, entries_read)
-  if k.tombs then redis.call('ZREM', k.tombs, k.group) end
   local r
   if entries_read then
     r = redis.pcall('XGROUP', 'CREATE', k.stream, k.group, start, 'MKSTREAM', 'ENTRIESREAD', entries_read)
@@ -353,6 +355,7 @@ local function create_group(k, start, replay, entries_read)
     if string.find(r.err, 'BUSYGROUP', 1, true) then return 0 end
     error(r)
   end
+  if k.tombs then redis.call('ZREM', k.tombs, k.group) end
   local base = tonumber(redis.call('INCRBY', k.published, 0))
   redis.call('HSET', k.counters, 'published_base', base - replay)
   return 1

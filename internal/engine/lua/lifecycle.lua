@@ -6,9 +6,10 @@
 -- store_keys_at gives them): each backlog key is RENAMEd to the group's (O(1)) and no longer
 -- expires. The group's seq is the topic's less the backlog's size, so that Stats' Published
 -- counts what it took. A tombstone of the name (an earlier group an operator deleted) goes:
--- it is about that group, not this one.
+-- it is about that group, not this one; after the registry's HSET, since a ZREM first would
+-- be the script's first write, after which Redis refuses no write for want of memory, and a
+-- new group on a full Redis must be refused (ErrRedisFull).
 local function register(k, bk, group, seq, ephemeral)
-  redis.call('ZREM', k.tombs, group)
   local from = seq
   if redis.call('EXISTS', k.registry) == 0 and redis.call('HGET', k.meta, 'backlog') == STORE_NAME then
     from = seq - store_size(bk)
@@ -21,6 +22,7 @@ local function register(k, bk, group, seq, ephemeral)
     redis.call('HDEL', k.meta, 'backlog')
   end
   redis.call('HSET', k.registry, group, reg_value(from, false, ephemeral))
+  redis.call('ZREM', k.tombs, group)
   local ver = new_version()
   redis.call('HSET', k.meta, 'ver', ver, 'layout', LAYOUT, 'seq', seq) -- seq: a new topic's first
   return ver
