@@ -24,6 +24,31 @@ func testVanish(t *testing.T, f Factory) {
 	run(t, f, "ForgottenGroupIsRegisteredAgain", Options{}, vanishRegisteredAgain)
 	run(t, f, "ForgottenEphemeralGroupIsJoinedAgain", Options{}, vanishEphemeralJoinedAgain)
 	run(t, f, "DeletedGroupStopsItsSubscriptionsUntilTheTombstoneEnds", Options{TombstoneTTL: vanishTombstone}, vanishDeletedStops)
+	run(t, f, "DeletingAVanishedGroupStopsItsSubscriptions", Options{}, vanishThenDeleted)
+}
+
+// An operator deletes a group whose state had just vanished (or that its subscription had
+// just registered again): either way the delete wins, and the subscription stops instead of
+// registering the group again.
+func vanishThenDeleted(t *testing.T, h Harness) {
+	need(t, h, h.Forget != nil, "the Harness gives no Forget to delete a topic's keys with")
+	a := adminOf(t, h)
+	topic := topicName()
+	sub := newSubscriber(t, h, pubsub.SubscriberConfig{})
+	ch := subscribe(t, sub, topic)
+	pub := newPublisher(t, h, pubsub.PublisherConfig{})
+	publish(t, pub, topic, newMessage("x"))
+	receive(t, ch).Ack()
+
+	require.NoError(t, h.Forget(topic))
+	err := a.DeleteGroup(context.Background(), topic, pubsub.DefaultGroup)
+	if err != nil {
+		require.ErrorIs(t, err, pubsub.ErrGroupNotFound, "deleting a group that vanished")
+	}
+	requireClosed(t, ch)
+	_, err = h.Backend.Claim(context.Background(), &pubsub.ClaimParams{Topic: topic, Group: pubsub.DefaultGroup,
+		Consumer: "late", Count: 1, Lease: time.Minute})
+	require.ErrorIs(t, err, pubsub.ErrGroupDeleted)
 }
 
 // Every key of the topic goes under a running subscription. What is published afterwards is

@@ -106,7 +106,7 @@ func TestDestructiveActionsAskFirst(t *testing.T) {
 	code, loc, _ := s.confirm("/delete-topic", body)
 	require.Equal(t, http.StatusSeeOther, code)
 	require.Equal(t, "./", loc)
-	require.Empty(t, s.env.Keys("orders"))
+	require.Empty(t, s.env.KeysLeft("orders"))
 	require.Contains(t, s.page("/"), "Deleted topic orders.")
 }
 

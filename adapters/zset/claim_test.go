@@ -200,10 +200,11 @@ func TestIdleClaimIssuesOneBLPOPPerBlockAndOneScriptPerProbe(t *testing.T) {
 
 	// A publish while the claim sleeps: its token wakes the claim, which runs claim.lua to
 	// learn the new earliest due time. (Block is longer here, so the claim is surely still
-	// asleep when the publish comes.)
+	// asleep when the publish comes, and shorter than the probe, so the next Claim comes
+	// before it.)
 	cmds.reset()
 	long := *p
-	long.Block = time.Second
+	long.Block = engine.IdleProbe / 2
 	probed := time.Now() // claim.lua runs after this: the next probe is due IdleProbe later still
 	done := claimAsync(e.Ctx, b, long)
 	e.blocked(1)
@@ -214,7 +215,7 @@ func TestIdleClaimIssuesOneBLPOPPerBlockAndOneScriptPerProbe(t *testing.T) {
 	seen, args := cmds.list()
 	require.Equal(t, []string{"blpop", "evalsha claim", "blpop"}, seen,
 		"the publish's token wakes the claim once, to learn the new earliest due time")
-	requireTimeout(t, args[2][3], time.Millisecond, time.Second, "the rest of Block, not the hour")
+	requireTimeout(t, args[2][3], time.Millisecond, long.Block, "the rest of Block, not the hour")
 
 	args = claim("scheduled an hour away, idle a moment ago: straight to BLPOP", "blpop")
 	requireTimeout(t, args[0][3], time.Millisecond, 300*time.Millisecond, "the rest of Block")

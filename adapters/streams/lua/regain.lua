@@ -10,8 +10,10 @@
 --   - with no such entry (the stream is new: every entry it holds came after the loss), as
 --     the topic's first group (the backlog rule: register in lib.lua) when the stream has no
 --     other group, else from its first entry;
---   - with no ARGV[6] (the subscription received nothing yet), at the earliest position of
---     the stream's other groups, or by the backlog rule when there is none.
+--   - with no ARGV[6] (the subscription received nothing yet), where the first group
+--     registered again after the topic was forgotten started (meta's lost_from, kept an hour),
+--     else at the earliest position of the stream's other groups, or by the backlog rule when
+--     there is none.
 -- It records the re-registration in the group's counters (reregistered: how many times,
 -- reregistered_at: when), so that Stats and the tools show it.
 --
@@ -30,6 +32,8 @@
 -- (its counters were kept), groups how many other groups the stream had, backlog how many
 -- entries the group can read at once. Or 'deleted' (a tombstone), or 'durable' (an ephemeral
 -- group asked, a durable one registered).
+
+local LOST_FROM_MS = 3600000 -- how long a later group may start at lost_from
 
 local k = group_keys(topic_keys(), 9)
 k.group = ARGV[1]
@@ -51,16 +55,25 @@ else
       start = '0'
     end
   else
-    for _, g in ipairs(groups) do
-      if not start or id_cmp(g.last, start) < 0 then start = g.last end
+    local lost = redis.call('HGET', k.meta, 'lost_from')
+    local from, at = string.match(lost or '', '^([%d%-]+)@(%d+)$')
+    if from and #groups > 0 and now - tonumber(at) < LOST_FROM_MS then start = from end
+    if not start then
+      for _, g in ipairs(groups) do
+        if not start or id_cmp(g.last, start) < 0 then start = g.last end
+      end
     end
   end
   if start then
     if start == '0' then backlog = redis.call('XLEN', k.stream) end
     create_group(k, start, backlog)
   else
-    backlog = backlog_size(k)
+    -- The topic's first group again: it takes the backlog. When the topic forgot its groups
+    -- too, another group that comes back without a position starts where this one did.
+    local size, from = backlog_size(k)
+    backlog = size
     register(k, false)
+    if known == 0 then redis.call('HSET', k.meta, 'lost_from', (from or '0') .. '@' .. now) end
   end
   if not ephemeral then
     for _, key in ipairs({k.stream, k.published, k.delayed, k.dead_refs, k.meta, k.paused, k.ephemeral, k.deleting}) do

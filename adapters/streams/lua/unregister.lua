@@ -53,6 +53,9 @@ elseif mode == 'expired' then
   end
 elseif not me then
   if redis.call('SISMEMBER', k.deleting, k.group) == 1 then return {'release', 1, ''} end
+  -- An operator's delete of a group whose registration vanished (a restart, FLUSHALL): its
+  -- running subscriptions would register it again; the tombstone stops them.
+  if mode == 'admin' then tombstone(k.tombs, k.group, now_ms(), tonumber(ARGV[7])) end
   return {'notfound', 0, ''}
 end
 if redis.call('EXISTS', k.dead_gone) == 1 then return {'busy', 1, ''} end

@@ -28,11 +28,14 @@ local t = keys_at(TOPIC_KEYS + ENGINE_KEYS + #STORE_KEY_NAMES + 1)
 drain_ok(k.meta)
 local group, mode = ARGV[1], ARGV[2]
 local _, _, ephemeral = reg_parse(redis.call('HGET', k.registry, group))
+local now = now_ms()
 if ephemeral == nil then
   redis.call('ZREM', k.ephemeral, group) -- a stray left by a hand edit, which publish would keep finding
+  -- An operator's delete of a group whose registration vanished (a restart, FLUSHALL): its
+  -- running subscriptions would register it again; the tombstone stops them.
+  if mode == 'any' then tombstone(k.tombs, group, now, tonumber(ARGV[6])) end
   return {0, '0'}
 end
-local now = now_ms()
 if mode == 'leave' then
   if not ephemeral then return {-1, '0'} end
   redis.call('ZREM', k.members, ARGV[4])
