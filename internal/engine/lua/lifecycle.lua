@@ -11,7 +11,13 @@
 -- new group on a full Redis must be refused (ErrRedisFull).
 local function register(k, bk, group, seq, ephemeral)
   local from = seq
-  if redis.call('EXISTS', k.registry) == 0 and redis.call('HGET', k.meta, 'backlog') == STORE_NAME then
+  -- A group whose store keys survived the loss of the registry (another client deleted that
+  -- key alone) keeps them: a RENAME onto them would drop its own messages. The backlog then
+  -- stays a backlog (shown by Admin.Topic) until it expires.
+  local own = {}
+  for i, name in ipairs(STORE_KEY_NAMES) do own[i] = k[name] end
+  if redis.call('EXISTS', k.registry) == 0 and redis.call('HGET', k.meta, 'backlog') == STORE_NAME
+      and redis.call('EXISTS', unpack(own)) == 0 then
     from = seq - store_size(bk)
     for _, name in ipairs(STORE_KEY_NAMES) do
       if redis.call('EXISTS', bk[name]) == 1 then
