@@ -172,7 +172,7 @@ func (p *Publisher) send(topic string, batch []*publishCall, n int) (publishErr,
 	if err != nil {
 		return err, nil
 	}
-	p.drops.add(p.logger, topic, res.BacklogDropped)
+	p.drops.add(topic, res.BacklogDropped)
 	p.logger.Trace("relq: published", watermill.LogFields{"topic": topic, "count": n, "calls": len(batch)})
 	if p.waiter == nil {
 		return nil, nil

@@ -60,12 +60,48 @@ func TestBacklogDropsAreLoggedOncePerTopicPerMinute(t *testing.T) {
 	require.Equal(t, int64(15), lines()[2]["dropped"], "the line counts every drop since the topic's last one")
 }
 
-// The Publisher remembers at most dropTopicsMax topics between lines.
+// Drops that come within the minute after a line are not held back until the next drop: the
+// minute's end logs them, and so does Close, whichever comes first.
+func TestBacklogDropsWithinTheMinuteAreLoggedWhenItEnds(t *testing.T) {
+	t.Parallel()
+	logger := watermill.NewCaptureLogger()
+	d := newDropLog(logger)
+	var fire []func()
+	var waits []time.Duration
+	d.after = func(wait time.Duration, f func()) *time.Timer {
+		waits, fire = append(waits, wait), append(fire, f)
+		return time.NewTimer(time.Hour)
+	}
+	dropped := func() []any {
+		var out []any
+		for _, m := range logger.Captured()[watermill.ErrorLogLevel] {
+			out = append(out, m.Fields["dropped"])
+		}
+		return out
+	}
+	d.add("a", 3)
+	d.add("a", 4)
+	d.add("a", 5)
+	require.Equal(t, []any{int64(3)}, dropped())
+	require.Len(t, fire, 1, "one timer for the drops waiting")
+	require.LessOrEqual(t, waits[0], dropLogEvery)
+	fire[0]()
+	require.Equal(t, []any{int64(3), int64(9)}, dropped(), "the minute's end logs what waited")
+	fire[0]()
+	require.Len(t, dropped(), 2, "a timer with nothing waiting logs nothing")
+
+	d.add("a", 2)
+	d.close()
+	require.Equal(t, []any{int64(3), int64(9), int64(2)}, dropped(), "Close logs what waits")
+}
+
+// The Publisher remembers at most dropTopicsMax topics between lines, and logs what a topic it
+// forgets still had waiting.
 func TestBacklogDropLogForgetsTheOldestTopics(t *testing.T) {
 	t.Parallel()
-	d := dropLog{now: time.Now}
+	d := newDropLog(watermill.NopLogger{})
 	for i := range dropTopicsMax + 10 {
-		d.add(watermill.NopLogger{}, fmt.Sprint("t", i), 1)
+		d.add(fmt.Sprint("t", i), 1)
 	}
 	require.Len(t, d.topics, dropTopicsMax)
 }

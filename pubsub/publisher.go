@@ -47,7 +47,7 @@ type Publisher struct {
 	// lowered by tests.
 	maxMessages, maxBytes int
 
-	drops dropLog // backlog drops, logged once per topic per minute
+	drops *dropLog // backlog drops, logged once per topic per minute
 
 	mu     sync.Mutex
 	closed bool
@@ -76,7 +76,7 @@ func NewPublisher(backend Backend, config PublisherConfig, logger watermill.Logg
 		backend: backend, config: config, logger: logger,
 		maxMessages: commitMaxMessages, maxBytes: commitMaxBytes,
 		topics: map[string]*topicQueue{},
-		drops:  dropLog{now: time.Now},
+		drops:  newDropLog(logger),
 	}
 	if config.WaitReplicas > 0 {
 		w, ok := backend.(ReplicaWaiter)
@@ -147,6 +147,7 @@ func (p *Publisher) Close() error {
 	p.mu.Unlock()
 	p.calls.Wait()
 	p.sends.Wait()
+	p.drops.close()
 	return nil
 }
 
