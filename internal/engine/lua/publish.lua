@@ -15,12 +15,12 @@
 -- same IDs. The record ("token:last:ms") is a field of meta, written by the same HSET that
 -- advances seq.
 --
--- KEYS[1..7] -> the topic's keys (engine.lua's keys_at): meta (HASH: seq, ver, layout,
---   lanes, wake marks, backlog, expire), bodies (HASH id -> envelope), refs (HASH id -> groups
---   holding it, only for fan-out), registry (HASH group -> seq[:flags]), legacy (the layout-1
---   registry, which must not exist), ephemeral, trash
--- KEYS[8 .. 7+S] -> the backlog's store keys (S of them, in STORE_KEY_NAMES order)
--- KEYS[8+S+S*i ..] -> group i's store keys
+-- KEYS[1..8] -> the topic's keys (engine.lua's keys_at): meta (HASH: seq, ver, layout,
+--   lanes, wake marks, backlog, backlog_dropped, expire), bodies (HASH id -> envelope), refs
+--   (HASH id -> groups holding it, only for fan-out), registry (HASH group -> seq[:flags]),
+--   legacy (the layout-1 registry, which must not exist), ephemeral, trash, tombs
+-- KEYS[9 .. 8+S] -> the backlog's store keys (S of them, in STORE_KEY_NAMES order)
+-- KEYS[9+S+S*i ..] -> group i's store keys
 -- ARGV[1] -> the registry version the caller has cached ("0": none)
 -- ARGV[2] -> the lane's meta field
 -- ARGV[3] -> this call's token on the lane
