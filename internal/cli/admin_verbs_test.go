@@ -270,7 +270,7 @@ func TestTopicLsShowDeleteWithABacklog(t *testing.T) {
 
 		code, out, _ = f.runOn(b, "topic", "show", "signups")
 		require.Equal(t, 0, code)
-		require.Contains(t, out, "  backlog:  3 messages, kept for the first group that registers\n  groups:   0\n")
+		require.Contains(t, out, "  backlog:  3 messages, kept for the first group that registers\n  dropped:  none\n  groups:   0\n")
 
 		code, out, _ = f.runOn(b, "topic", "delete", "orders", "--yes")
 		require.Equal(t, 0, code)
