@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -120,6 +119,9 @@ type stat struct {
 	help  string
 	typ   prometheus.ValueType
 	value func(*pubsub.Stats) float64
+	// absent, when set, leaves the series out for a group where it is true: a time that
+	// never came, which 0 would show as 1970.
+	absent func(*pubsub.Stats) bool
 }
 
 var stats = []stat{
@@ -139,6 +141,11 @@ var stats = []stat{
 	counter("dead_lettered_total", "Messages moved to the dead-letter store.", func(c *pubsub.Counters) int64 { return c.DeadLettered }),
 	counter("stale_acks_total", "Acks from a consumer that no longer held that attempt (its lease had expired).", func(c *pubsub.Counters) int64 { return c.StaleAcks }),
 	counter("stale_nacks_total", "Nacks ignored because the consumer no longer held that attempt.", func(c *pubsub.Counters) int64 { return c.StaleNacks }),
+	counter("reregistered_total", "Times a running subscription registered the group again after its state vanished from Redis (a restart without persistence, a failover, FLUSHALL, keys deleted by another client).",
+		func(c *pubsub.Counters) int64 { return c.Reregistered }),
+	{name: "reregistered_timestamp_seconds", help: "When the group was last registered again after its state vanished (Unix time, Redis clock); absent if never.",
+		typ: prometheus.GaugeValue, value: func(s *pubsub.Stats) float64 { return float64(s.ReregisteredAt.UnixMilli()) / 1000 },
+		absent: func(s *pubsub.Stats) bool { return s.ReregisteredAt.IsZero() }},
 }
 
 func gauge(name, help string, v func(*pubsub.Stats) int64) stat {
@@ -161,20 +168,10 @@ type Collector struct {
 	duration *prometheus.Desc
 	evicts   *prometheus.Desc // relq_redis_evicts_queue_keys
 	evicted  *prometheus.Desc // relq_redis_evicted_keys_total
+	dropped  *prometheus.Desc // relq_topic_backlog_dropped_total
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
-
-// source is one backend and what the collector remembers of it.
-type source struct {
-	backend pubsub.Backend
-	lister  pubsub.TopicLister // set when the topics are discovered at each scrape
-	// healthy is the outcome of the last scrape, so a state change is logged once.
-	healthy atomic.Bool
-	// evicting is whether the last scrape found an eviction policy that drops queue keys,
-	// likewise.
-	evicting atomic.Bool
-}
 
 // NewCollector returns a Collector over cfg.Backends. It fails with a *pubsub.ConfigError
 // naming the invalid field, including label names Prometheus would reject at registration.
@@ -191,6 +188,7 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 		if lister, ok := b.(pubsub.TopicLister); ok && len(cfg.Topics) == 0 {
 			s.lister = lister
 		}
+		s.admin, _ = b.(pubsub.Admin)
 		s.healthy.Store(true) // so that the first failure is logged
 		c.sources = append(c.sources, s)
 	}
@@ -209,6 +207,9 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 	c.evicted = prometheus.NewDesc(name("redis_evicted_keys_total"),
 		"Keys Redis evicted since it started (INFO evicted_keys), relq's or not. Absent when Redis does not say.",
 		[]string{"backend"}, cfg.ConstLabels)
+	c.dropped = prometheus.NewDesc(name("topic_backlog_dropped_total"),
+		"Messages the topic's backlog dropped, the oldest first, to stay within its limit while the topic had no group: no group received them. Absent for a backend without the Admin API.",
+		[]string{"backend", "topic"}, cfg.ConstLabels)
 	// Prometheus reports a bad label name only when the collector is registered; check here
 	// so that the error names the field.
 	if err := prometheus.NewPedanticRegistry().Register(c); err != nil {
@@ -226,10 +227,12 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.duration
 	ch <- c.evicts
 	ch <- c.evicted
+	ch <- c.dropped
 }
 
 // result is what one backend's read produced.
 type result struct {
+	topics   []pubsub.TopicInfo
 	stats    []pubsub.Stats
 	eviction *pubsub.Eviction // nil: the backend cannot read it
 	err      error
@@ -249,8 +252,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		out := make(chan result, 1)
 		done[i] = out
 		go func() {
-			st, ev, err := s.read(ctx, c.cfg.Topics)
-			out <- result{stats: st, eviction: ev, err: err, took: time.Since(start)}
+			r := s.read(ctx, c.cfg.Topics)
+			r.took = time.Since(start)
+			out <- r
 		}()
 	}
 	for i, s := range c.sources {
@@ -286,12 +290,19 @@ func (c *Collector) report(ch chan<- prometheus.Metric, s *source, r result) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1, name)
 	c.reportEviction(ch, s, r.eviction)
+	// Topic and group names passed ValidateName (printable ASCII), so they are valid label
+	// values and MustNewConstMetric cannot panic.
+	if s.admin != nil {
+		for _, t := range r.topics {
+			ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(t.BacklogDropped), name, t.Name)
+		}
+	}
 	for i := range r.stats {
 		st := &r.stats[i]
 		for j, m := range stats {
-			// Topic and group passed ValidateName (printable ASCII), so they are valid label
-			// values and MustNewConstMetric cannot panic.
-			ch <- prometheus.MustNewConstMetric(c.descs[j], m.typ, m.value(st), name, st.Topic, st.Group)
+			if m.absent == nil || !m.absent(st) {
+				ch <- prometheus.MustNewConstMetric(c.descs[j], m.typ, m.value(st), name, st.Topic, st.Group)
+			}
 		}
 	}
 }
@@ -319,57 +330,4 @@ func (c *Collector) reportEviction(ch chan<- prometheus.Metric, s *source, ev *p
 	if ev.EvictedKeys >= 0 {
 		ch <- prometheus.MustNewConstMetric(c.evicted, prometheus.CounterValue, float64(ev.EvictedKeys), name)
 	}
-}
-
-// read returns the stats of every group of every topic, and the eviction policy where the
-// backend reads it, or the first error: 1 round trip per topic for its groups and 1 per group
-// for its stats, 1 for the policy, plus the topic scan when discovering.
-func (s *source) read(ctx context.Context, topics []string) ([]pubsub.Stats, *pubsub.Eviction, error) {
-	var ev *pubsub.Eviction
-	if r, ok := s.backend.(pubsub.EvictionReader); ok {
-		e, err := r.Eviction(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("eviction policy: %w", err)
-		}
-		ev = &e
-	}
-	st, err := s.readStats(ctx, topics)
-	return st, ev, err
-}
-
-// readStats returns the stats of every group of every topic, or the first error.
-func (s *source) readStats(ctx context.Context, topics []string) ([]pubsub.Stats, error) {
-	if s.lister != nil {
-		found, err := s.lister.Topics(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list topics: %w", err)
-		}
-		// Sorted and unique already by contract; a duplicate would fail the whole scrape.
-		slices.Sort(found)
-		topics = slices.Compact(found)
-	}
-	var out []pubsub.Stats
-	for _, topic := range topics {
-		if err := pubsub.ValidateName("topic", topic); err != nil {
-			return nil, err
-		}
-		groups, err := s.backend.Groups(ctx, topic)
-		if err != nil {
-			return nil, fmt.Errorf("groups of topic %q: %w", topic, err)
-		}
-		for _, group := range groups {
-			if pubsub.ValidateName("group", group) != nil {
-				// Another program's consumer group on a streams topic, under a name relq
-				// does not accept: not relq's to report, and no reason to drop the rest.
-				continue
-			}
-			st, err := s.backend.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: group})
-			if err != nil {
-				return nil, fmt.Errorf("stats of topic %q group %q: %w", topic, group, err)
-			}
-			st.Topic, st.Group = topic, group
-			out = append(out, st)
-		}
-	}
-	return out, nil
 }

@@ -201,11 +201,12 @@ func groupSeries(backend, topic, group string, ready, delayed, pending, dead int
 		"relq_dead_lettered_total" + l:        float64(c.DeadLettered),
 		"relq_stale_acks_total" + l:           float64(c.StaleAcks),
 		"relq_stale_nacks_total" + l:          float64(c.StaleNacks),
+		"relq_reregistered_total" + l:         float64(c.Reregistered),
 	}
 }
 
 // Every adapter reports the exact state it was brought to, per topic and group, and a topic
-// without groups reports nothing.
+// that does not exist reports nothing.
 func TestCollectorReportsStats(t *testing.T) {
 	t.Parallel()
 	for _, a := range adapters {
@@ -224,6 +225,8 @@ func TestCollectorReportsStats(t *testing.T) {
 				fmt.Sprintf(`relq_stats_up{backend=%q}`, n):                                    1,
 				fmt.Sprintf(`relq_redis_evicts_queue_keys{backend=%q,policy="noeviction"}`, n): 0,
 				fmt.Sprintf(`relq_redis_evicted_keys_total{backend=%q}`, n):                    0,
+				fmt.Sprintf(`relq_topic_backlog_dropped_total{backend=%q,topic="emails"}`, n):  0,
+				fmt.Sprintf(`relq_topic_backlog_dropped_total{backend=%q,topic="orders"}`, n):  0,
 			}
 			for _, g := range []map[string]float64{
 				groupSeries(n, "orders", "workers", 0, 1, 1, 1,

@@ -42,12 +42,14 @@ func (f forgotten) covers(r row) bool {
 }
 
 // row is one line of the overview: a group of a topic, or a topic's backlog when the topic
-// has no group yet (Group "").
+// has no group yet (Group ""). Backlog and BacklogDropped are the topic's, as of the
+// discovery.
 type row struct {
-	Backend string
-	Topic   string
-	Group   string
-	Backlog int64
+	Backend        string
+	Topic          string
+	Group          string
+	Backlog        int64
+	BacklogDropped int64
 }
 
 func newCatalog(h *Handler) *catalog { return &catalog{h: h, first: make(chan struct{})} }
@@ -185,11 +187,11 @@ func sortRows(rows []row, backends []Backend) {
 // topicRows are the overview rows of one topic: one per group, or one for its backlog.
 func topicRows(backend string, t pubsub.TopicInfo) []row {
 	if len(t.Groups) == 0 {
-		return []row{{Backend: backend, Topic: t.Name, Backlog: t.Backlog}}
+		return []row{{Backend: backend, Topic: t.Name, Backlog: t.Backlog, BacklogDropped: t.BacklogDropped}}
 	}
 	rows := make([]row, 0, len(t.Groups))
 	for _, g := range t.Groups {
-		rows = append(rows, row{Backend: backend, Topic: t.Name, Group: g, Backlog: t.Backlog})
+		rows = append(rows, row{Backend: backend, Topic: t.Name, Group: g, Backlog: t.Backlog, BacklogDropped: t.BacklogDropped})
 	}
 	return rows
 }

@@ -113,6 +113,12 @@ type jsonRow struct {
 	Acked         int64  `json:"acked"`
 	Nacked        int64  `json:"nacked"`
 	DeadLettered  int64  `json:"deadLettered"`
+	// Reregistered counts the group's re-registrations after its state vanished from Redis,
+	// the latest at ReregisteredAt (ms since the epoch, Redis clock; 0 when unknown).
+	Reregistered   int64 `json:"reregistered"`
+	ReregisteredAt int64 `json:"reregisteredAtMs"`
+	// BacklogDropped counts what the topic's backlog dropped, as of the last discovery.
+	BacklogDropped int64 `json:"backlogDropped"`
 }
 
 // overviewJSON answers the overview's script, about once a second: the same rows as the
@@ -133,7 +139,8 @@ func (h *Handler) overviewJSON(w http.ResponseWriter, r *http.Request) {
 		res.Rows = append(res.Rows, jsonRow{Key: sr.Key(), Ready: s.Ready, Delayed: s.Delayed, Pending: s.Pending,
 			Dead: s.Dead, Backlog: sr.Backlog, OldestReady: s.OldestReadyAge.Milliseconds(),
 			OldestPending: s.OldestPendingAge.Milliseconds(), Paused: s.Paused, Stuck: sr.Stuck, Gone: sr.Gone,
-			Published: c.Published, Acked: c.Acked, Nacked: c.Nacked, DeadLettered: c.DeadLettered})
+			Published: c.Published, Acked: c.Acked, Nacked: c.Nacked, DeadLettered: c.DeadLettered,
+			Reregistered: c.Reregistered, ReregisteredAt: unixMilli(s.ReregisteredAt), BacklogDropped: sr.BacklogDropped})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(res)

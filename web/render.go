@@ -133,6 +133,7 @@ var funcs = template.FuncMap{
 	"num":   num,
 	"dur":   dur,
 	"when":  when,
+	"ago":   ago,
 	"ms":    func(d time.Duration) int64 { return d.Milliseconds() },
 	"inc":   func(n int) int { return n + 1 },
 	"dec":   func(n int) int { return n - 1 },
@@ -168,6 +169,23 @@ func dur(d time.Duration) string {
 		return "-" + s
 	}
 	return s
+}
+
+// ago writes how long before now t was, "3m 5s ago" (at least "1ms ago", whatever the
+// clocks); "" for the zero time.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return dur(max(time.Since(t), time.Millisecond)) + " ago"
+}
+
+// unixMilli is t in ms since the epoch, 0 for the zero time.
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // when writes a time in UTC to the second; "–" for the zero time.

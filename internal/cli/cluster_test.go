@@ -39,7 +39,7 @@ func TestToolsOnRedisCluster(t *testing.T) {
 		for _, b := range backendNames {
 			//                                   ready                  published
 			require.Regexp(t, fmt.Sprintf(`(?m)^%s\s+%s-%d\s+default\s+%d\s+0\s+0\s+0\s`, b, b, i, i+1), out)
-			require.Regexp(t, fmt.Sprintf(`(?m)^%s\s+%s-%d\s+default\s+%d\s+0\s+0\s+0\s+0\s+0\s+0\s+0$`, b, b, i, i+1), out)
+			require.Regexp(t, fmt.Sprintf(`(?m)^%s\s+%s-%d\s+default\s+%d\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+0$`, b, b, i, i+1), out)
 		}
 	}
 

@@ -43,8 +43,8 @@ func TestToolsWorkOnWhatTheDemoLeaves(t *testing.T) {
 	require.Equal(t, 0, code)
 	//                                               ready delayed pending dead
 	require.Regexp(t, `(?m)^list\s+orders\s+billing\s+0\s+0\s+0\s+1\s+-\s+-$`, out)
-	//                                    published claimed acked nacked reclaimed dead-lettered
-	require.Regexp(t, `(?m)^list\s+orders\s+billing\s+7\s+\d+\s+6\s+\d+\s+1\s+1\s+\d+\s+\d+$`, out)
+	//                                    published claimed acked nacked reclaimed dead-lettered stale  reregistered
+	require.Regexp(t, `(?m)^list\s+orders\s+billing\s+7\s+\d+\s+6\s+\d+\s+1\s+1\s+\d+\s+\d+\s+0$`, out)
 
 	code, out, _ = runTool(t, ctx, env, "dead", "ls", "--prefix", "relq-demo", "--topic", "orders", "--group", "billing")
 	require.Equal(t, 0, code)

@@ -47,7 +47,7 @@ func newGroupLsCommand(env Env, conn *connOptions) *cobra.Command {
 	}
 }
 
-// writeGroups prints a table of t's groups: status, counts, ages and kind.
+// writeGroups prints a table of t's groups: status, counts, ages, re-registrations and kind.
 func writeGroups(ctx context.Context, out io.Writer, width int, t *adminTopic) error {
 	groups, err := t.admin.ListGroups(ctx, t.ref.topic)
 	if err != nil {
@@ -58,7 +58,8 @@ func writeGroups(ctx context.Context, out io.Writer, width int, t *adminTopic) e
 			"for the first group that registers.\n", t.describe(), t.info.Backlog)
 		return err
 	}
-	tbl := newTable(out, width, "GROUP", "STATUS", "READY", "DELAYED", "PENDING", "DEAD", "OLDEST PENDING", "OLDEST READY", "KIND")
+	tbl := newTable(out, width, "GROUP", "STATUS", "READY", "DELAYED", "PENDING", "DEAD", "OLDEST PENDING", "OLDEST READY",
+		"REREGISTERED", "KIND")
 	for _, gi := range groups {
 		if !relqGroup(gi.Name) {
 			continue
@@ -75,7 +76,7 @@ func writeGroups(ctx context.Context, out io.Writer, width int, t *adminTopic) e
 			kind = "ephemeral, until " + timestamp(gi.Expires)
 		}
 		tbl.row(gi.Name, status, num(st.Ready), num(st.Delayed), num(st.Pending), num(st.Dead),
-			age(st.OldestPendingAge), age(st.OldestReadyAge), kind)
+			age(st.OldestPendingAge), age(st.OldestReadyAge), reregCell(st), kind)
 	}
 	return tbl.flush()
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,13 +19,15 @@ func TestGroupLsPauseResume(t *testing.T) {
 	a := shop()
 	a.add("replies", "req-1")
 	a.topics["replies"].groups["req-1"].info = pubsub.GroupInfo{Topic: "replies", Name: "req-1", Ephemeral: true, Expires: shopDue}
+	billing := a.topics["orders"].groups["billing"]
+	billing.reregistered, billing.reregisteredAt = 2, time.Now().Add(-3*time.Minute)
 	r := memRun{admins: []*memAdmin{a}, width: 200}
 
 	code, out, _ := r.run(t, "group", "ls", "orders")
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^GROUP\s+STATUS\s+READY\s+DELAYED\s+PENDING\s+DEAD\s+OLDEST PENDING\s+OLDEST READY\s+KIND$`, out)
-	require.Regexp(t, `(?m)^audit\s+running\s+0\s+0\s+0\s+0\s+-\s+-\s+durable$`, out)
-	require.Regexp(t, `(?m)^billing\s+running\s+5\s+1\s+2\s+1\s+-\s+-\s+durable$`, out)
+	require.Regexp(t, `(?m)^GROUP\s+STATUS\s+READY\s+DELAYED\s+PENDING\s+DEAD\s+OLDEST PENDING\s+OLDEST READY\s+REREGISTERED\s+KIND$`, out)
+	require.Regexp(t, `(?m)^audit\s+running\s+0\s+0\s+0\s+0\s+-\s+-\s+0\s+durable$`, out)
+	require.Regexp(t, `(?m)^billing\s+running\s+5\s+1\s+2\s+1\s+-\s+-\s+2 \(3m\d+s ago\)\s+durable$`, out)
 
 	code, out, _ = r.run(t, "group", "pause", "orders", "billing")
 	require.Equal(t, 0, code)
@@ -75,6 +78,7 @@ func TestTopicLsShowDelete(t *testing.T) {
 	t.Parallel()
 	a := shop().add("signups", "")
 	a.topics["signups"].backlog = 3
+	a.topics["signups"].dropped = 120
 	r := memRun{admins: []*memAdmin{a, newMemAdmin("zset").add("reminders", "default")}, width: 200}
 
 	code, out, _ := r.run(t, "topic", "ls")
@@ -91,12 +95,13 @@ func TestTopicLsShowDelete(t *testing.T) {
 
 	code, out, _ = r.run(t, "topic", "show", "orders")
 	require.Equal(t, 0, code)
-	require.Contains(t, out, "Topic orders (list backend, prefix \"relq\")\n  backlog:  none\n  groups:   2\n\n")
+	require.Contains(t, out, "Topic orders (list backend, prefix \"relq\")\n  backlog:  none\n  dropped:  none\n  groups:   2\n\n")
 	require.Regexp(t, `(?m)^billing\s+running\s+5\s+1\s+2\s+1\s`, out)
 
 	code, out, _ = r.run(t, "topic", "show", "signups")
 	require.Equal(t, 0, code)
-	require.Equal(t, "Topic signups (list backend, prefix \"relq\")\n  backlog:  3 messages, kept for the first group that registers\n  groups:   0\n\n"+
+	require.Equal(t, "Topic signups (list backend, prefix \"relq\")\n  backlog:  3 messages, kept for the first group that registers\n"+
+		"  dropped:  120 messages, the backlog's oldest, past its limit while the topic had no group: no group received them\n  groups:   0\n\n"+
 		"No groups on topic signups (list backend, prefix \"relq\"): what is published to it waits in its backlog (3 now) for the first group that registers.\n", out)
 
 	r.terminalIn, r.in = true, "y\n"

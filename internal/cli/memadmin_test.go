@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/relq/relq/pubsub"
 )
@@ -28,12 +29,16 @@ type memAdmin struct {
 
 type memTopic struct {
 	backlog int64
+	dropped int64 // TopicInfo.BacklogDropped
 	groups  map[string]*memGroup
 }
 
 type memGroup struct {
 	info pubsub.GroupInfo
 	msgs []pubsub.MessageInfo // in listing order within each state
+	// reregistered and reregisteredAt are Stats' Counters.Reregistered and ReregisteredAt.
+	reregistered   int64
+	reregisteredAt time.Time
 }
 
 var _ pubsub.Admin = (*memAdmin)(nil)
@@ -117,7 +122,7 @@ func (a *memAdmin) Topic(_ context.Context, topic string) (pubsub.TopicInfo, err
 	if t == nil {
 		return pubsub.TopicInfo{}, pubsub.ErrTopicNotFound
 	}
-	info := pubsub.TopicInfo{Name: topic, Backlog: t.backlog}
+	info := pubsub.TopicInfo{Name: topic, Backlog: t.backlog, BacklogDropped: t.dropped}
 	for g := range t.groups {
 		info.Groups = append(info.Groups, g)
 	}
@@ -146,7 +151,8 @@ func (a *memAdmin) Stats(_ context.Context, p *pubsub.StatsParams) (pubsub.Stats
 	if err != nil {
 		return pubsub.Stats{}, err
 	}
-	st := pubsub.Stats{Topic: p.Topic, Group: p.Group, Paused: g.info.Paused}
+	st := pubsub.Stats{Topic: p.Topic, Group: p.Group, Paused: g.info.Paused, ReregisteredAt: g.reregisteredAt,
+		Counters: pubsub.Counters{Reregistered: g.reregistered}}
 	for _, m := range g.msgs {
 		switch m.State {
 		case pubsub.StateReady:

@@ -39,7 +39,9 @@ group asked for), two tables read from Redis, so they are global across processe
             OLDEST PENDING and OLDEST READY (how long the oldest of each has waited)
   counters: PUBLISHED, CLAIMED, ACKED, NACKED, RECLAIMED (expired leases), DEAD-LETTERED,
             STALE ACKS and STALE NACKS (from a consumer that had lost the delivery), each
-            cumulative since the group was created
+            cumulative since the group was created, and REREGISTERED: how many times its
+            subscriptions registered it again after its state vanished from Redis, and how
+            long ago the latest was (a WARNING line below the tables says when)
 
 When Redis's maxmemory-policy lets it evict relq's keys (allkeys-*), an ERROR line above
 the tables says so: a full Redis then deletes queued messages without any error.
@@ -153,13 +155,23 @@ func writeStats(w io.Writer, s *session, rows []statsRow) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	t = newTable(w, 0, "BACKEND", "TOPIC", "GROUP", "PUBLISHED", "CLAIMED", "ACKED", "NACKED", "RECLAIMED", "DEAD-LETTERED", "STALE ACKS", "STALE NACKS")
+	t = newTable(w, 0, "BACKEND", "TOPIC", "GROUP", "PUBLISHED", "CLAIMED", "ACKED", "NACKED", "RECLAIMED", "DEAD-LETTERED",
+		"STALE ACKS", "STALE NACKS", "REREGISTERED")
+	reregistered := false
 	for _, r := range rows {
 		c := r.st.Counters
 		t.row(r.ref.label(), r.st.Topic, oneLine(r.st.Group), num(c.Published), num(c.Claimed), num(c.Acked), num(c.Nacked),
-			num(c.Reclaimed), num(c.DeadLettered), num(c.StaleAcks), num(c.StaleNacks))
+			num(c.Reclaimed), num(c.DeadLettered), num(c.StaleAcks), num(c.StaleNacks), reregCell(r.st))
+		reregistered = reregistered || c.Reregistered > 0
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if reregistered {
+		fmt.Fprintln(w)
+		writeReregistered(w, rows)
+	}
+	return nil
 }
 
 // writeEviction prints an error line, above the tables, when Redis's maxmemory-policy can

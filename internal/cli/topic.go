@@ -76,6 +76,7 @@ func newTopicShowCommand(env Env, conn *connOptions) *cobra.Command {
 				backlog = fmt.Sprintf("%d message%s, kept for the first group that registers", t.info.Backlog, plural(int(t.info.Backlog)))
 			}
 			fmt.Fprintf(out, "  backlog:  %s\n", backlog)
+			fmt.Fprintf(out, "  dropped:  %s\n", droppedText(t.info.BacklogDropped))
 			fmt.Fprintf(out, "  groups:   %d\n\n", len(t.info.Groups))
 			return writeGroups(cmd.Context(), out, widthOf(env, out), t)
 		}),

@@ -18,6 +18,7 @@
     return Math.floor(s / 86400) + "d " + Math.floor(s % 86400 / 3600) + "h";
   }
   function setText(el, text) { if (el && el.textContent !== text) el.textContent = text; }
+  function fmtWhen(ms) { return new Date(ms).toISOString().slice(0, 19).replace("T", " ") + " UTC"; }
 
   // line draws one series into an svg of the given size, scaled to top.
   function line(svg, values, top, w, h, cls) {
@@ -66,7 +67,29 @@
       return s[s.length - 1].ready > s[0].ready && ups * 3 >= (s.length - 1) * 2 &&
         s[s.length - 1].published - s[0].published > s[s.length - 1].acked - s[0].acked;
     }
-    function tag(text, cls) { var t = document.createElement("span"); t.className = "tag " + cls; t.textContent = text; return t; }
+    function tag(text, cls, title) {
+      var t = document.createElement("span"); t.className = "tag " + cls; t.textContent = text;
+      if (title) t.title = title;
+      return t;
+    }
+    // lost: the tags of what Redis lost, as the page draws them (overview.html's "lost"); red
+    // when it happened while the page was open.
+    function lost(r, was, at, list) {
+      var n = r.reregistered;
+      if (n > 0) {
+        var when = r.reregisteredAtMs ? " · " + fmtAge(Math.max(1, at - r.reregisteredAtMs)) + " ago" : "";
+        list.push(tag("re-registered " + fmtNum(n) + "×" + when, n > was.reregistered ? "bad" : "warn",
+          "Its state vanished from Redis (a restart without persistence, a failover, FLUSHALL, keys deleted by another client) " +
+          "and its subscriptions registered it again: " + fmtNum(n) + (n === 1 ? " time" : " times") +
+          (r.reregisteredAtMs ? ", the latest at " + fmtWhen(r.reregisteredAtMs) : "") + ". Messages it held then may be lost."));
+      }
+      var d = r.backlogDropped;
+      if (d > 0) {
+        list.push(tag("backlog dropped " + fmtNum(d), d > was.backlogDropped ? "bad" : "warn",
+          "The topic's backlog dropped " + fmtNum(d) + (d === 1 ? " message" : " messages") +
+          ", the oldest first, past its limit while the topic had no group: no group received them."));
+      }
+    }
 
     function apply(data) {
       var sum = { pub: 0, ack: 0, nack: 0, dead: 0 };
@@ -74,7 +97,8 @@
         var tr = table.querySelector('tr[data-key="' + CSS.escape(r.key) + '"]');
         if (!tr) return;
         var h = hist[r.key] || (hist[r.key] = []);
-        var sample = { at: data.at, published: r.published, acked: r.acked, nacked: r.nacked, deadLettered: r.deadLettered, ready: r.ready };
+        var sample = { at: data.at, published: r.published, acked: r.acked, nacked: r.nacked, deadLettered: r.deadLettered, ready: r.ready,
+          reregistered: r.reregistered, backlogDropped: r.backlogDropped };
         h.push(sample);
         if (h.length > WINDOW) h.shift();
         if (!first[r.key]) first[r.key] = sample;
@@ -108,8 +132,9 @@
         if (r.stuck) list.push(tag("stuck pending", "bad"));
         if (r.deadLettered > first[r.key].deadLettered) list.push(tag("new dead letters", "bad"));
         if (growing(h)) list.push(tag("backlog growing", "warn"));
+        lost(r, first[r.key], data.at, list);
         if (probs) {
-          var text = list.map(function (t) { return t.textContent; }).join("|");
+          var text = list.map(function (t) { return t.className + ":" + t.textContent; }).join("|");
           if (probs.getAttribute("data-shown") !== text) {
             probs.textContent = "";
             list.forEach(function (t) { probs.appendChild(t); });
