@@ -17,7 +17,6 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
-	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 )
 
