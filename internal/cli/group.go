@@ -148,7 +148,7 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 			}
 			fmt.Fprintf(out, "Deleted group %s, which held %s.\n", g.describe(), countsText(st))
 			if _, err := g.admin.Topic(ctx, g.ref.topic); errors.Is(err, pubsub.ErrTopicNotFound) {
-				fmt.Fprintf(out, "It was the last group of topic %s, which had no backlog: every key of the topic is gone too.\n", g.ref.topic)
+				fmt.Fprintf(out, "It was the last group of topic %s, which had no backlog: every key of the topic is gone too, but the group's tombstone, which expires after the backend's TombstoneTTL.\n", g.ref.topic)
 			}
 			return nil
 		}),

@@ -69,7 +69,7 @@ func TestGroupDeleteAsksAndSaysWhenTheTopicWentWithIt(t *testing.T) {
 	code, out, _ = memRun{admins: []*memAdmin{a}}.run(t, "group", "delete", "orders", "audit", "--yes")
 	require.Equal(t, 0, code)
 	require.Equal(t, `Deleted group orders/audit (list backend, prefix "relq"), which held no messages.`+"\n"+
-		"It was the last group of topic orders, which had no backlog: every key of the topic is gone too.\n", out)
+		"It was the last group of topic orders, which had no backlog: every key of the topic is gone too, but the group's tombstone, which expires after the backend's TombstoneTTL.\n", out)
 	_, err := a.Topic(t.Context(), "orders")
 	require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
 }
