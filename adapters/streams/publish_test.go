@@ -90,7 +90,8 @@ func TestWatermillFormatUsesTheBareTopicAndItsFields(t *testing.T) {
 		{Envelope: pubsub.Envelope{UUID: "u1", Metadata: map[string]string{"a": "1"}, Payload: []byte("p1")}},
 		{Envelope: pubsub.Envelope{UUID: "u2", Payload: []byte("p2")}},
 	}
-	published, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	published := res.IDs
 	require.NoError(t, err)
 	e.EnsureGroup(topic, pubsub.DefaultGroup) // the first group: it takes the backlog
 
