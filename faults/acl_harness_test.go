@@ -42,11 +42,13 @@ func aclHarness(t *testing.T, bc backendCase, server *redistest.Server, opts con
 	admin, ok := ab.(pubsub.Admin)
 	require.True(t, ok, "the %s backend implements no pubsub.Admin", bc.name)
 	_, injector := newConformanceBackend(t, bc, privileged, prefix, opts)
+	topicKeys := adaptertest.TopicKeys(privileged, func(topic string) string { return keys.Tag(prefix, topic) }, nil)
 	h := conformance.Harness{
 		Backend: b,
 		Faults:  conformanceFaults(t, injector),
 		Admin:   admin,
-		Keys:    adaptertest.TopicKeys(privileged, func(topic string) string { return keys.Tag(prefix, topic) }, nil),
+		Keys:    topicKeys,
+		Forget:  adaptertest.Forget(privileged, topicKeys),
 		Peer: func() (pubsub.Backend, error) {
 			peer, _ := newConformanceBackend(t, bc, srv.ClientAs(t, app), prefix, opts)
 			return peer, nil

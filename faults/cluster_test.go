@@ -58,18 +58,20 @@ func TestClusterConformance(t *testing.T) {
 					b, f := newConformanceBackend(t, bc, cc, prefix, opts)
 					admin, ok := b.(pubsub.Admin)
 					require.True(t, ok, "the %s backend implements no pubsub.Admin", bc.name)
+					// A topic's keys live on the primary of its slot: SCAN that one.
+					topicKeys := func(topic string) ([]string, error) {
+						node, err := cc.MasterForKey(context.Background(), tag(topic))
+						if err != nil {
+							return nil, err
+						}
+						return adaptertest.TopicKeys(node, base, also)(topic)
+					}
 					return conformance.Harness{
 						Backend: topics.wrap(b, tag),
 						Faults:  conformanceFaults(t, f),
 						Admin:   admin,
-						// A topic's keys live on the primary of its slot: SCAN that one.
-						Keys: func(topic string) ([]string, error) {
-							node, err := cc.MasterForKey(context.Background(), tag(topic))
-							if err != nil {
-								return nil, err
-							}
-							return adaptertest.TopicKeys(node, base, also)(topic)
-						},
+						Keys:    topicKeys,
+						Forget:  adaptertest.Forget(cc, topicKeys),
 						Peer: func() (pubsub.Backend, error) {
 							peer, _ := newConformanceBackend(t, bc, cluster.Client(t), prefix, opts)
 							return peer, nil

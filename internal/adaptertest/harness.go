@@ -40,7 +40,7 @@ func Factory(build Build) conformance.Factory {
 			h.Keys = TopicKeys(client, func(topic string) string { return keys.Tag(prefix, topic) }, nil)
 		}
 		if h.Forget == nil {
-			h.Forget = forget(client, h.Keys)
+			h.Forget = Forget(client, h.Keys)
 		}
 		h.Peer = func() (pubsub.Backend, error) {
 			peer, err := build(server.Client(t), prefix, opts)

@@ -53,10 +53,10 @@ func (e *Env) KeysLeft(topic string) []string {
 	return WithoutTombstones(e.T, e.Ctx, e.C, e.Tag(topic), e.Keys(topic))
 }
 
-// forget returns a conformance Harness.Forget: it deletes every key list names for a topic
-// in one DEL, as a FLUSHALL would, so that no claim runs between two deletes (the harness's
-// server is a single node: the keys need not share a slot).
-func forget(c redis.UniversalClient, list func(topic string) ([]string, error)) func(topic string) error {
+// Forget returns a conformance Harness.Forget: it deletes every key list names for a topic
+// in one DEL, as a FLUSHALL would, so that no claim runs between two deletes (a topic's keys
+// share its slot, in FormatWatermill the bare stream too, so this works on a Cluster).
+func Forget(c redis.UniversalClient, list func(topic string) ([]string, error)) func(topic string) error {
 	return func(topic string) error {
 		keys, err := list(topic)
 		if err != nil || len(keys) == 0 {
