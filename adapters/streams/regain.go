@@ -3,7 +3,6 @@ package streams
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
@@ -40,16 +39,6 @@ func (b *Backend) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainPara
 	if err != nil {
 		return pubsub.RegisterAgainResult{}, err
 	}
-	r := pubsub.RegisterAgainResult{
-		Registered: backendkit.Int(res[0]) == 1,
-		Times:      backendkit.Int(res[1]),
-		Backlog:    backendkit.Int(res[5]),
-	}
-	if at := backendkit.Int(res[2]); at > 0 {
-		r.At = time.UnixMilli(at)
-	}
-	if r.Registered {
-		r.Found = backendkit.Found(backendkit.Int(res[3]) == 1, backendkit.Int(res[4]))
-	}
+	r := backendkit.DecodeRegain(res)
 	return r, nil
 }

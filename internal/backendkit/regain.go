@@ -2,6 +2,7 @@ package backendkit
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/relq/relq/pubsub"
 )
@@ -35,4 +36,21 @@ func RegainMode(p *pubsub.RegisterAgainParams) (string, error) {
 		return "", &pubsub.ConfigError{Field: "RegisterAgainParams.TTL", Reason: "must be positive"}
 	}
 	return "1", nil
+}
+
+// DecodeRegain decodes the reply every adapter's regain.lua starts with: {registered, times,
+// at ms, known, other groups, backlog}.
+func DecodeRegain(res []any) pubsub.RegisterAgainResult {
+	r := pubsub.RegisterAgainResult{
+		Registered: Int(res[0]) == 1,
+		Times:      Int(res[1]),
+		Backlog:    Int(res[5]),
+	}
+	if at := Int(res[2]); at > 0 {
+		r.At = time.UnixMilli(at)
+	}
+	if r.Registered {
+		r.Found = Found(Int(res[3]) == 1, Int(res[4]))
+	}
+	return r
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"time"
 
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
@@ -27,17 +26,7 @@ func (e *Engine) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParam
 	if err != nil {
 		return pubsub.RegisterAgainResult{}, e.groupError(p.Topic, p.Group, err)
 	}
-	r := pubsub.RegisterAgainResult{
-		Registered: backendkit.Int(res[0]) == 1,
-		Times:      backendkit.Int(res[1]),
-		Backlog:    backendkit.Int(res[5]),
-	}
-	if at := backendkit.Int(res[2]); at > 0 {
-		r.At = time.UnixMilli(at)
-	}
-	if r.Registered {
-		r.Found = backendkit.Found(backendkit.Int(res[3]) == 1, backendkit.Int(res[4]))
-	}
+	r := backendkit.DecodeRegain(res)
 	if _, err := e.remember(p.Topic, res[6:]); err != nil {
 		return r, err
 	}
