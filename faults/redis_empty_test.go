@@ -37,18 +37,8 @@ func runRedisEmpty(t *testing.T, bc backendCase, how string) {
 	events := scale(1, 3)
 
 	server := redistest.Start(t, redistest.Options{})
-	topic := faultTopic()
-	b, _ := newFaultBackend(t, bc, server.Client(t), redistest.Prefix(t))
-	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, faultLogger)
-	require.NoError(t, err)
-	sub := newFaultSubscriber(t, b, pubsub.SubscriberConfig{Concurrency: redisConsumers, Lease: redisLease})
-	c := subscribeConsumer(t, sub, topic)
-	p := newProducer(pub, topic)
-	defer p.stop()
+	topic, b, c, p := startLoad(t, bc, server.Client(t), pubsub.SubscriberConfig{Concurrency: redisConsumers, Lease: redisLease})
 	other := server.Client(t)
-
-	require.True(t, pollUntil(settleTimeout, func() bool { return c.handled.distinct() >= 100 }),
-		"messages do not flow before Redis is emptied")
 	var backAt []time.Time
 	for range events {
 		time.Sleep(phase)

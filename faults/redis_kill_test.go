@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/internal/redistest"
@@ -49,20 +50,11 @@ func runRedisKilled(t *testing.T, bc backendCase, fsync string) {
 	phase := time.Duration(scale(1, 5)) * time.Second // load between kills
 
 	server := redistest.Start(t, redistest.Options{AOF: true, AppendFsync: fsync})
-	topic := faultTopic()
-	b, _ := newFaultBackend(t, bc, server.Client(t), redistest.Prefix(t))
-	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, faultLogger)
-	require.NoError(t, err)
-	sub := newFaultSubscriber(t, b, pubsub.SubscriberConfig{
+	topic, b, c, p := startLoad(t, bc, server.Client(t), pubsub.SubscriberConfig{
 		Concurrency: redisConsumers, Lease: redisLease,
 		RetryMin: 20 * time.Millisecond, RetryMax: 250 * time.Millisecond,
 	})
-	c := subscribeConsumer(t, sub, topic)
-	p := newProducer(pub, topic)
-	defer p.stop()
 
-	require.True(t, pollUntil(settleTimeout, func() bool { return c.handled.distinct() >= 100 }),
-		"messages do not flow before the first kill")
 	var backAt []time.Time
 	for range redisKills {
 		time.Sleep(phase)
@@ -163,6 +155,22 @@ func (c *consumer) storedTwice() int {
 		n += len(ids) - 1
 	}
 	return n
+}
+
+// startLoad publishes to a fresh topic of bc's backend on client (newProducer) while a
+// subscriber with cfg consumes it (subscribeConsumer), until messages flow; both stop when t
+// ends. It returns the topic, the backend, the consumer and the producer.
+func startLoad(t *testing.T, bc backendCase, client redis.UniversalClient, cfg pubsub.SubscriberConfig) (string, pubsub.Backend, *consumer, *producer) {
+	t.Helper()
+	topic := faultTopic()
+	b, _ := newFaultBackend(t, bc, client, redistest.Prefix(t))
+	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, faultLogger)
+	require.NoError(t, err)
+	c := subscribeConsumer(t, newFaultSubscriber(t, b, cfg), topic)
+	p := newProducer(pub, topic)
+	t.Cleanup(p.stop)
+	require.True(t, pollUntil(settleTimeout, func() bool { return c.handled.distinct() >= 100 }), "messages do not flow")
+	return topic, b, c, p
 }
 
 // subscribeConsumer subscribes sub to topic and handles its messages with a consumer, stopped

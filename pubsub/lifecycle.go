@@ -55,15 +55,6 @@ func (e *BacklogFullError) Error() string {
 // Unwrap makes the error match ErrBacklogFull.
 func (e *BacklogFullError) Unwrap() error { return ErrBacklogFull }
 
-// CheckBacklogPolicy validates a backend option of that type; "" is BacklogDropOldest.
-func CheckBacklogPolicy(p BacklogPolicy) error {
-	switch p {
-	case "", BacklogDropOldest, BacklogRefuse:
-		return nil
-	}
-	return &ConfigError{Field: "BacklogFull", Reason: fmt.Sprintf("unknown policy %q: want %q or %q", p, BacklogDropOldest, BacklogRefuse)}
-}
-
 // Vanished is not deleted. A group's registration can disappear from Redis without anyone
 // deleting it: a Redis without persistence restarts empty, a failover promotes a replica that
 // had not synced, FLUSHALL, keys deleted by another client. Its running subscriptions then

@@ -155,7 +155,7 @@ func (o Options) validate() error {
 	case o.TombstoneTTL < 0:
 		return &pubsub.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
 	}
-	if err := pubsub.CheckBacklogPolicy(o.BacklogFull); err != nil {
+	if err := backendkit.ValidateBacklogPolicy(o.BacklogFull); err != nil {
 		return err
 	}
 	return backendkit.ValidateBatchSize(o.BatchSize)

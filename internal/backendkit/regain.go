@@ -54,3 +54,13 @@ func DecodeRegain(res []any) pubsub.RegisterAgainResult {
 	}
 	return r
 }
+
+// ValidateBacklogPolicy checks a backend's BacklogFull option; "" is BacklogDropOldest.
+func ValidateBacklogPolicy(p pubsub.BacklogPolicy) error {
+	switch p {
+	case "", pubsub.BacklogDropOldest, pubsub.BacklogRefuse:
+		return nil
+	}
+	return &pubsub.ConfigError{Field: "BacklogFull", Reason: fmt.Sprintf("unknown policy %q: want %q or %q",
+		p, pubsub.BacklogDropOldest, pubsub.BacklogRefuse)}
+}

@@ -83,7 +83,7 @@ func (o Options) validate() error {
 	if o.BacklogTTL < 0 {
 		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
 	}
-	if err := pubsub.CheckBacklogPolicy(o.BacklogFull); err != nil {
+	if err := backendkit.ValidateBacklogPolicy(o.BacklogFull); err != nil {
 		return err
 	}
 	if o.TombstoneTTL < 0 {
