@@ -22,6 +22,7 @@ const vanishTombstone = 3 * time.Second
 // operator's delete, which leaves a tombstone for TombstoneTTL, stops them.
 func testVanish(t *testing.T, f Factory) {
 	run(t, f, "ForgottenGroupIsRegisteredAgain", Options{}, vanishRegisteredAgain)
+	run(t, f, "ForgottenGroupsAllReceiveWhatFollows", Options{}, vanishEveryGroup)
 	run(t, f, "ForgottenEphemeralGroupIsJoinedAgain", Options{}, vanishEphemeralJoinedAgain)
 	run(t, f, "DeletedGroupStopsItsSubscriptionsUntilTheTombstoneEnds", Options{TombstoneTTL: vanishTombstone}, vanishDeletedStops)
 	run(t, f, "DeletingAVanishedGroupStopsItsSubscriptions", Options{}, vanishThenDeleted)
@@ -76,6 +77,38 @@ func vanishRegisteredAgain(t *testing.T, h Harness) {
 	s := requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
 	require.Equal(t, int64(1), s.Counters.Reregistered, "Stats count the re-registration once: %+v", s.Counters)
 	require.WithinRange(t, s.ReregisteredAt, forgotAt.Add(-timeSlack), time.Now().Add(timeSlack))
+}
+
+// Two groups of a topic, each with a running subscription, and every key of the topic goes:
+// both groups receive everything published afterwards, not only the one registered again
+// first (which takes what waited in the backlog).
+func vanishEveryGroup(t *testing.T, h Harness) {
+	need(t, h, h.Forget != nil, "the Harness gives no Forget to delete a topic's keys with")
+	topic := topicName()
+	groups := []string{"billing", "shipping"}
+	recs := map[string]*recorder{}
+	for _, g := range groups {
+		recs[g] = &recorder{}
+		consume(subscribe(t, newSubscriber(t, h, pubsub.SubscriberConfig{Group: g}), topic), recs[g], 0, 2, nil)
+	}
+	pub := newPublisher(t, h, pubsub.PublisherConfig{})
+	before := newMessages(3)
+	publish(t, pub, topic, before...)
+	for _, g := range groups {
+		recs[g].waitAll(t, uuids(before))
+		requireSettled(t, h, topic, g, 0)
+	}
+
+	require.NoError(t, h.Forget(topic))
+	after := newMessages(10)
+	for _, m := range after {
+		publish(t, pub, topic, m)
+	}
+	for _, g := range groups {
+		recs[g].waitAll(t, append(uuids(before), uuids(after)...))
+		s := requireSettled(t, h, topic, g, 0)
+		require.Equal(t, int64(1), s.Counters.Reregistered, "group %s: %+v", g, s.Counters)
+	}
 }
 
 // The same for an ephemeral group: its member joins it again.

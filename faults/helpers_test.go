@@ -160,16 +160,22 @@ func pollUntil(timeout time.Duration, cond func() bool) bool {
 // returns the last Stats read.
 func waitSettled(t *testing.T, b pubsub.Backend, topic string) pubsub.Stats {
 	t.Helper()
+	return waitSettledGroup(t, b, topic, pubsub.DefaultGroup)
+}
+
+// waitSettledGroup is waitSettled for the given group.
+func waitSettledGroup(t *testing.T, b pubsub.Backend, topic, group string) pubsub.Stats {
+	t.Helper()
 	var (
 		st  pubsub.Stats
 		err error
 	)
 	ok := pollUntil(settleTimeout, func() bool {
-		st, err = b.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
+		st, err = b.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: group})
 		return err == nil && st.Ready == 0 && st.Delayed == 0 && st.Pending == 0
 	})
 	require.NoError(t, err)
-	require.True(t, ok, "the group did not settle within %v: %+v", settleTimeout, st)
+	require.True(t, ok, "group %s did not settle within %v: %+v", group, settleTimeout, st)
 	return st
 }
 

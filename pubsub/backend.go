@@ -142,6 +142,10 @@ type PublishResult struct {
 	// BacklogDropped counts the backlog's oldest messages this publish dropped to keep the
 	// backlog within its limit (the topic had no group): lost to every group to come.
 	BacklogDropped int64
+	// Reregistered names the groups this publish registered again: groups the publisher knew,
+	// durable, whose state had vanished from Redis without a delete (RegisterAgain). Each
+	// receives this publish, as the topic's other groups do.
+	Reregistered []string
 }
 
 // EnsureGroupParams are the inputs of Backend.EnsureGroup.

@@ -21,11 +21,17 @@ func (e *Engine) Remember(topic string, reply []any) error {
 // Cached returns the groups Publish would route to on topic.
 func (e *Engine) Cached(topic string) []string { return e.cached(topic).groups }
 
+// CachedVersion returns the registry version Publish would send for topic.
+func (e *Engine) CachedVersion(topic string) string { return e.cached(topic).version }
+
 // Tag is the hash tag that starts every key of topic.
 func (e *Engine) Tag(topic string) string { return e.tag(topic) }
 
 // BacklogKeys are topic's backlog keys.
 func (e *Engine) BacklogKeys(topic string) []string { return e.backlog(topic) }
+
+// TombsKey is topic's ZSET of tombstones.
+func (e *Engine) TombsKey(topic string) string { return e.topicKeys(topic).tombs }
 
 // TrashKey is topic's trash ZSET.
 func (e *Engine) TrashKey(topic string) string { return e.topicKeys(topic).trash }

@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
@@ -19,6 +23,28 @@ const publishTries = 5
 type registry struct {
 	version string
 	groups  []string
+	// ephemeral[i] tells whether groups[i] is ephemeral.
+	ephemeral []bool
+	// learned is when Redis last confirmed this registry (unix ns): a publish routed by it,
+	// or a script replied with it.
+	learned atomic.Int64
+}
+
+// restorable is publish.lua's mask of the groups it may register again should they vanish
+// with the topic's state: the durable ones, while the registry was confirmed within the
+// tombstones' life. A group deleted since then has a tombstone still, unless Redis lost it
+// with everything else; a group an ephemeral subscription ended leaves none, and is never
+// restored.
+func (r *registry) restorable(tombstoneTTL time.Duration) string {
+	trusted := time.Since(time.Unix(0, r.learned.Load())) < tombstoneTTL
+	mask := make([]byte, len(r.groups))
+	for i := range mask {
+		mask[i] = '0'
+		if trusted && !r.ephemeral[i] {
+			mask[i] = '1'
+		}
+	}
+	return string(mask)
 }
 
 // Publish stores the batch in one publish.lua call (one more per stale registry): the bodies
@@ -47,10 +73,12 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 	topic, msgs := p.Topic, p.Messages
 	reg := e.cached(topic)
 	head := append(e.topicKeys(topic).list(), e.backlog(topic)...)
+	var restored []string
 	for tries, sweeps := 0, 0; tries < publishTries; {
 		keys := slices.Clone(head)
-		args := make([]any, 0, 6+len(reg.groups)+3*len(msgs))
-		args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), e.backlogRefuse, len(reg.groups))
+		args := make([]any, 0, 8+len(reg.groups)+3*len(msgs))
+		args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), e.backlogRefuse,
+			len(reg.groups), reg.restorable(e.tombstoneTTL))
 		for _, g := range reg.groups {
 			keys = append(keys, e.Keys(topic, g).storeOnly()...)
 			args = append(args, g)
@@ -70,7 +98,9 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 		case 1:
 			last := backendkit.Int(res[1])
 			if v, _ := res[2].(string); v != reg.version {
-				e.registries.Store(topic, registry{version: v, groups: reg.groups})
+				e.registries.Store(topic, &registry{version: v, groups: reg.groups, ephemeral: reg.ephemeral})
+			} else if reg.version != "0" {
+				reg.learned.Store(time.Now().UnixNano())
 			}
 			if backendkit.Int(res[3]) == 1 {
 				_ = e.drainTrash(ctx, topic, sweepSteps)
@@ -79,9 +109,31 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 			for i := range ids {
 				ids[i] = strconv.FormatInt(last-int64(len(ids)-1-i), 10)
 			}
-			return pubsub.PublishResult{IDs: ids, BacklogDropped: backendkit.Int(res[4])}, nil
+			return pubsub.PublishResult{IDs: ids, BacklogDropped: backendkit.Int(res[4]), Reregistered: restored}, nil
 		case 3:
 			return pubsub.PublishResult{}, &pubsub.BacklogFullError{Topic: topic, Limit: e.backlogLimit}
+		case 4:
+			// Groups of the cached registry vanished with the topic's state: register them
+			// again before storing, so that each receives this batch, not only the first
+			// registered again (which takes the backlog). A restore is not a stale registry;
+			// it has a bound of its own, as sweeps do.
+			if sweeps++; sweeps > publishTries {
+				return pubsub.PublishResult{}, fmt.Errorf("%s: publish to %q: its vanished groups could not be registered again in %d tries", e.store.Name, topic, publishTries)
+			}
+			for _, g := range res[1:] {
+				name, _ := g.(string)
+				r, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: topic, Group: name})
+				if errors.Is(err, pubsub.ErrGroupDeleted) {
+					continue // deleted meanwhile: its tombstone keeps it out
+				}
+				if err != nil {
+					return pubsub.PublishResult{}, err
+				}
+				if r.Registered {
+					restored = append(restored, name)
+				}
+			}
+			reg = e.cached(topic)
 		case 2:
 			// Ephemeral groups whose members all expired: delete them, then learn the registry.
 			// A sweep is not a stale registry; it has a bound of its own.
@@ -108,29 +160,41 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 }
 
 // cached returns the registry Publish last saw on topic, or version "0" with no group.
-func (e *Engine) cached(topic string) registry {
+func (e *Engine) cached(topic string) *registry {
 	if v, ok := e.registries.Load(topic); ok {
-		return v.(registry)
+		return v.(*registry)
 	}
-	return registry{version: "0"}
+	return &registry{version: "0"}
 }
 
-// remember caches a registry reply {version, groups...}. Names are checked again: a foreign
-// member with braces would address keys outside the topic's slot.
-func (e *Engine) remember(topic string, reply []any) (registry, error) {
-	reg := registry{}
+// remember caches a registry reply {version, groups...}, an ephemeral group as "name:e".
+// Names are checked again: a foreign member with braces would address keys outside the
+// topic's slot.
+func (e *Engine) remember(topic string, reply []any) (*registry, error) {
+	reg := &registry{}
 	reg.version, _ = reply[0].(string)
 	if reg.version == "" {
 		reg.version = strconv.FormatInt(backendkit.Int(reply[0]), 10)
 	}
+	type member struct {
+		name      string
+		ephemeral bool
+	}
+	members := make([]member, 0, len(reply)-1)
 	for _, m := range reply[1:] {
 		g, _ := m.(string)
-		if err := pubsub.ValidateName("group", g); err != nil {
+		name, ephemeral := strings.CutSuffix(g, ":e")
+		if err := pubsub.ValidateName("group", name); err != nil {
 			return reg, fmt.Errorf("%s: registered group: %w", e.store.Name, err)
 		}
-		reg.groups = append(reg.groups, g)
+		members = append(members, member{name, ephemeral})
 	}
-	slices.Sort(reg.groups)
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	for _, m := range members {
+		reg.groups = append(reg.groups, m.name)
+		reg.ephemeral = append(reg.ephemeral, m.ephemeral)
+	}
+	reg.learned.Store(time.Now().UnixNano())
 	e.registries.Store(topic, reg)
 	return reg, nil
 }

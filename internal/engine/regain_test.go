@@ -1,17 +1,21 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/pubsub"
 )
 
 // Another client deletes the registry alone: the group's own messages survive, and
-// registering it again keeps them (the backlog published meanwhile cannot be merged into
-// them, and stays a backlog, shown by Topic, until it expires).
+// registering it again keeps them. A publisher that knew nothing of the group put what it
+// published meanwhile in the backlog, which cannot be merged into them, and stays a backlog,
+// shown by Topic, until it expires.
 func TestRegisteringAgainKeepsTheGroupsSurvivingMessages(t *testing.T) {
 	t.Parallel()
 	for name, e := range backends(t) {
@@ -20,6 +24,7 @@ func TestRegisteringAgainKeepsTheGroupsSurvivingMessages(t *testing.T) {
 			ensure(t, e, "t", "g")
 			publish(t, e, "t", "a", "b", "c")
 			require.NoError(t, e.Client().Del(ctx, e.Keys("t", "g").Registry()).Err())
+			require.NoError(t, e.Remember("t", []any{"0"}), "a publisher that knows no group")
 			publish(t, e, "t", "d", "e")
 			res, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: "t", Group: "g"})
 			require.NoError(t, err)
@@ -31,4 +36,144 @@ func TestRegisteringAgainKeepsTheGroupsSurvivingMessages(t *testing.T) {
 			require.Equal(t, int64(2), topic.Backlog, "what was published meanwhile stays a backlog, in sight")
 		})
 	}
+}
+
+// The same, but the publisher knew the group: it registers the group again before storing
+// (counted as a re-registration), and the group receives what it publishes.
+func TestPublisherRegistersAgainTheGroupsItKnew(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			ensure(t, e, "t", "g")
+			publish(t, e, "t", "a", "b", "c")
+			require.NoError(t, e.Client().Del(ctx, e.Keys("t", "g").Registry()).Err())
+			res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("d", "e")})
+			require.NoError(t, err)
+			require.Equal(t, []string{"g"}, res.Reregistered)
+			require.ElementsMatch(t, []string{"a", "b", "c", "d", "e"}, adaptertest.Payloads(claim(t, e, "t", "g", "c", 10)))
+			s, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: "g"})
+			require.NoError(t, err)
+			require.Equal(t, int64(1), s.Counters.Reregistered, "%+v", s.Counters)
+		})
+	}
+}
+
+// forget deletes every key of topic but those keep names, as a Redis that restarted empty
+// (keep: nothing) or another client's DEL leaves it.
+func forget(t *testing.T, e *engine.Engine, topic string, keep ...string) {
+	t.Helper()
+	keys, err := adaptertest.TopicKeys(e.Client(), func(string) string { return e.Tag(topic) }, nil)(topic)
+	require.NoError(t, err)
+	keys = slices.DeleteFunc(keys, func(k string) bool { return slices.Contains(keep, k) })
+	require.NotEmpty(t, keys)
+	require.NoError(t, e.Client().Del(t.Context(), keys...).Err())
+}
+
+// Two groups of a topic, and Redis forgets everything: the publisher that knew them registers
+// both again, and each receives what it publishes; had it registered only the first, the
+// second would miss what was published before its subscription registered it again.
+func TestPublisherRegistersAgainEveryGroupItKnew(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ensure(t, e, "t", "g1")
+			ensure(t, e, "t", "g2")
+			publish(t, e, "t", "a")
+			forget(t, e, "t")
+			res, err := e.Publish(t.Context(), &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+			require.NoError(t, err)
+			require.Equal(t, []string{"g1", "g2"}, res.Reregistered)
+			for _, g := range []string{"g1", "g2"} {
+				require.Equal(t, []string{"b"}, adaptertest.Payloads(claim(t, e, "t", g, "c", 10)), g)
+			}
+		})
+	}
+}
+
+// The first group's subscription registered it again before anyone published: the registry is
+// new, and the publisher registers the group that is still missing.
+func TestPublisherRegistersAgainTheGroupsStillMissing(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			ensure(t, e, "t", "g1")
+			ensure(t, e, "t", "g2")
+			publish(t, e, "t", "a")
+			forget(t, e, "t")
+			known := e.CachedVersion("t")
+			_, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: "t", Group: "g1"})
+			require.NoError(t, err)
+			require.Equal(t, []string{"g1"}, e.Cached("t"), "the subscriber's process learned the new registry")
+			require.NoError(t, e.Remember("t", append([]any{known}, "g1", "g2")), "a publisher that learned the old one")
+			res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+			require.NoError(t, err)
+			require.Equal(t, []string{"g2"}, res.Reregistered)
+			for _, g := range []string{"g1", "g2"} {
+				require.Equal(t, []string{"b"}, adaptertest.Payloads(claim(t, e, "t", g, "c", 10)), g)
+			}
+		})
+	}
+}
+
+// What a publisher never restores: a group an operator deleted (its tombstone survived), an
+// ephemeral group (it ends without a tombstone), and any group of a registry it learned longer
+// ago than the tombstones live.
+func TestPublisherRestoresNoDeletedEphemeralOrStaleGroup(t *testing.T) {
+	t.Parallel()
+	t.Run("deleted", func(t *testing.T) {
+		for name, e := range backends(t) {
+			t.Run(name, func(t *testing.T) {
+				ctx := t.Context()
+				ensure(t, e, "t", "g1")
+				ensure(t, e, "t", "gone")
+				publish(t, e, "t", "a")
+				old := e.CachedVersion("t")
+				require.NoError(t, e.DeleteGroup(ctx, "t", "gone"))
+				require.NoError(t, e.Remember("t", append([]any{old}, "g1", "gone")))
+				forget(t, e, "t", e.TombsKey("t"))
+				res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+				require.NoError(t, err)
+				require.Equal(t, []string{"g1"}, res.Reregistered)
+				groups, err := e.Groups(ctx, "t")
+				require.NoError(t, err)
+				require.Equal(t, []string{"g1"}, groups)
+			})
+		}
+	})
+	t.Run("ephemeral", func(t *testing.T) {
+		for name, e := range backends(t) {
+			t.Run(name, func(t *testing.T) {
+				ctx := t.Context()
+				ensure(t, e, "t", "g1")
+				require.NoError(t, e.Remember("t", []any{e.CachedVersion("t"), "g1", "r:e"}), "a publisher that saw an ephemeral group")
+				forget(t, e, "t")
+				res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+				require.NoError(t, err)
+				require.Equal(t, []string{"g1"}, res.Reregistered)
+				groups, err := e.Groups(ctx, "t")
+				require.NoError(t, err)
+				require.Equal(t, []string{"g1"}, groups)
+			})
+		}
+	})
+	t.Run("stale", func(t *testing.T) {
+		const ttl = 50 * time.Millisecond
+		for name, e := range backendsWith(t, engine.Options{TombstoneTTL: ttl}) {
+			t.Run(name, func(t *testing.T) {
+				ctx := t.Context()
+				ensure(t, e, "t", "g1")
+				publish(t, e, "t", "a")
+				forget(t, e, "t")
+				time.Sleep(2 * ttl) // the registry learned is now older than a tombstone lives
+				res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+				require.NoError(t, err)
+				require.Empty(t, res.Reregistered)
+				topic, err := e.Topic(ctx, "t")
+				require.NoError(t, err)
+				require.Equal(t, int64(1), topic.Backlog, "unrouted, the message waits in the backlog")
+			})
+		}
+	})
 }

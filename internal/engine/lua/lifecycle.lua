@@ -30,7 +30,11 @@ local function register(k, bk, group, seq, ephemeral)
   redis.call('HSET', k.registry, group, reg_value(from, false, ephemeral))
   redis.call('ZREM', k.tombs, group)
   local ver = new_version()
+  local fresh = redis.call('HEXISTS', k.meta, 'ver') == 0
   redis.call('HSET', k.meta, 'ver', ver, 'layout', LAYOUT, 'seq', seq) -- seq: a new topic's first
+  -- A registry started afresh (a new topic, or one whose state vanished): publishers whose
+  -- cached registry is older than this version may restore their durable groups (publish.lua).
+  if fresh then redis.call('HSET', k.meta, 'reborn', ver) end
   return ver
 end
 
@@ -54,10 +58,16 @@ local function add_member(k, group, consumer, ttl, now)
   end
 end
 
--- registry_reply is {version, groups...}, for the caller's publish cache.
+-- registry_reply is {version, groups...}, for the caller's publish cache: an ephemeral group
+-- as "name:e" (group names hold no ':'), so that a publisher knows which groups it may
+-- restore after the topic's state vanished (publish.lua).
 local function registry_reply(registry, ver)
   local reply = {ver}
-  for _, g in ipairs(redis.call('HKEYS', registry)) do reply[#reply + 1] = g end
+  local all = redis.call('HGETALL', registry)
+  for i = 1, #all, 2 do
+    local _, _, ephemeral = reg_parse(all[i + 1])
+    reply[#reply + 1] = ephemeral and all[i] .. ':e' or all[i]
+  end
   return reply
 end
 

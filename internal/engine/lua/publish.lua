@@ -29,15 +29,18 @@
 -- ARGV[6] -> what a batch the backlog cannot hold does: '0' drops the backlog's oldest (counted
 --            in meta's backlog_dropped), '1' refuses the batch (pubsub.BacklogRefuse)
 -- ARGV[7] -> G, the number of groups passed
--- ARGV[8 .. 7+G] -> the group names, in the order of their KEYS
--- ARGV[8+G+3j .. 10+G+3j] -> message j: delay in ms (0: due now), priority, envelope bytes
+-- ARGV[8] -> G characters, '1' for each passed group the caller may restore: a durable group
+--            of a registry it learned within the tombstones' life (see restorable below)
+-- ARGV[9 .. 8+G] -> the group names, in the order of their KEYS
+-- ARGV[9+G+3j .. 11+G+3j] -> message j: delay in ms (0: due now), priority, envelope bytes
 -- Returns {1, last, version, trash, dropped}, the IDs being last-N+1 .. last, trash 1 when
 -- deleted groups' keys wait in the trash (drain.lua), dropped how many of the backlog's oldest
 -- this call dropped; or {3} when the backlog refused the batch (nothing written); or
--- {0, version, groups...} when the caller's
--- version is stale (nothing written); or {2, groups...} when those ephemeral groups' members
--- all expired (nothing written: the caller deletes them and publishes again); or an error
--- reply for a layout this code cannot read.
+-- {0, version, groups...} when the caller's version is stale (nothing written); or {2,
+-- groups...} when those ephemeral groups' members all expired (nothing written: the caller
+-- deletes them and publishes again); or {4, groups...} when those groups of the caller's
+-- registry vanished with the topic's state (nothing written: the caller registers them again,
+-- regain.lua, and publishes again); or an error reply for a layout this code cannot read.
 
 local BACKLOG_TRIM = 100
 
@@ -50,8 +53,28 @@ end
 
 local S = #STORE_KEY_NAMES
 local G = tonumber(ARGV[7])
-local fields = {'ver', 'seq', ARGV[2], 'layout', 'expire'}
-for g = 1, G do fields[#fields + 1] = 'w:' .. ARGV[7 + g] end
+
+-- restorable lists the groups the caller may restore that are neither registered nor
+-- tombstoned: durable groups of its registry whose state vanished (a Redis that restarted
+-- empty, FLUSHALL, a failover to a replica that had not synced). A durable group leaves the
+-- registry only through an operator's delete, which leaves a tombstone; so one the caller
+-- learned within the tombstones' life and that has none was not deleted. The running
+-- subscriptions of such a group would register it again within a claim cycle, but what is
+-- published meanwhile would reach only the group registered first (which takes the backlog).
+local function restorable(now)
+  local out = {}
+  for g = 1, G do
+    local name = ARGV[8 + g]
+    if string.sub(ARGV[8], g, g) == '1' and redis.call('HEXISTS', KEYS[4], name) == 0
+        and not tombstoned(KEYS[8], name, now) then
+      out[#out + 1] = name
+    end
+  end
+  return out
+end
+
+local fields = {'ver', 'seq', ARGV[2], 'layout', 'expire', 'reborn'}
+for g = 1, G do fields[#fields + 1] = 'w:' .. ARGV[8 + g] end
 local meta = redis.call('HMGET', KEYS[1], unpack(fields))
 local ver, seq, lane, expire = meta[1], topic_seq(meta[2]), meta[3], meta[5]
 if lane then
@@ -64,7 +87,16 @@ check_layout(meta[4])
 if not ver and redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
 local now = now_ms()
 if redis.call('EXISTS', KEYS[4]) == 0 then
-  if G > 0 then return {0, ver or '0'} end
+  if G > 0 then
+    -- The caller knew groups, and the registry is gone: durable groups leave it only
+    -- through a delete, which leaves tombstones, or with every key of the topic.
+    local lost = restorable(now)
+    if #lost > 0 then
+      table.insert(lost, 1, 4)
+      return lost
+    end
+    return {0, ver or '0'}
+  end
 else
   if not ver then
     -- Groups without a version (meta lost in a failover or deleted by hand): give the
@@ -73,7 +105,18 @@ else
     redis.call('HSET', KEYS[1], 'ver', ver, 'layout', LAYOUT)
     return stale(ver)
   end
-  if ver ~= ARGV[1] then return stale(ver) end
+  if ver ~= ARGV[1] then
+    -- A registry started afresh after the caller's (lifecycle.lua's register): the groups
+    -- registered since may be only some of those that vanished.
+    if meta[6] and tonumber(ARGV[1]) < tonumber(meta[6]) then
+      local lost = restorable(now)
+      if #lost > 0 then
+        table.insert(lost, 1, 4)
+        return lost
+      end
+    end
+    return stale(ver)
+  end
   local expired = redis.call('ZRANGE', KEYS[6], '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, 10)
   if #expired > 0 then
     table.insert(expired, 1, 2)
@@ -81,7 +124,7 @@ else
   end
 end
 
-local base = 8 + G
+local base = 9 + G
 local n = (#ARGV - base + 1) / 3
 local bk = store_keys_at(TOPIC_KEYS + 1)
 if G == 0 and ARGV[6] == '1' and store_size(bk) + n > tonumber(ARGV[4]) then
@@ -123,7 +166,7 @@ if G == 0 then
 else
   for g = 0, G - 1 do
     local gk = store_keys_at(TOPIC_KEYS + S + 1 + g * S)
-    store_push(gk, msgs, now, meta[6 + g])
+    store_push(gk, msgs, now, meta[7 + g])
     for _, key in ipairs(gk.group) do written[#written + 1] = key end
   end
 end
