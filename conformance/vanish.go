@@ -22,7 +22,8 @@ const vanishTombstone = 3 * time.Second
 // operator's delete, which leaves a tombstone for TombstoneTTL, stops them.
 func testVanish(t *testing.T, f Factory) {
 	run(t, f, "ForgottenGroupIsRegisteredAgain", Options{}, vanishRegisteredAgain)
-	run(t, f, "ForgottenGroupsAllReceiveWhatFollows", Options{}, vanishEveryGroup)
+	run(t, f, "ForgottenGroupsAllReceiveWhatFollows", Options{}, func(t *testing.T, h Harness) { vanishEveryGroup(t, h, false) })
+	run(t, f, "ForgottenGroupsAllReceiveWhatAnotherProcessPublishes", Options{}, func(t *testing.T, h Harness) { vanishEveryGroup(t, h, true) })
 	run(t, f, "ForgottenEphemeralGroupIsJoinedAgain", Options{}, vanishEphemeralJoinedAgain)
 	run(t, f, "DeletedGroupStopsItsSubscriptionsUntilTheTombstoneEnds", Options{TombstoneTTL: vanishTombstone}, vanishDeletedStops)
 	run(t, f, "DeletingAVanishedGroupStopsItsSubscriptions", Options{}, vanishThenDeleted)
@@ -81,8 +82,10 @@ func vanishRegisteredAgain(t *testing.T, h Harness) {
 
 // Two groups of a topic, each with a running subscription, and every key of the topic goes:
 // both groups receive everything published afterwards, not only the one registered again
-// first (which takes what waited in the backlog).
-func vanishEveryGroup(t *testing.T, h Harness) {
+// first (which takes what waited in the backlog). The publisher runs in the subscribers'
+// process, and publishes once a subscription registered its group again (a Watermill handler
+// that publishes); or, with peer, in another process, at once.
+func vanishEveryGroup(t *testing.T, h Harness, peer bool) {
 	need(t, h, h.Forget != nil, "the Harness gives no Forget to delete a topic's keys with")
 	topic := topicName()
 	groups := []string{"billing", "shipping"}
@@ -92,6 +95,12 @@ func vanishEveryGroup(t *testing.T, h Harness) {
 		consume(subscribe(t, newSubscriber(t, h, pubsub.SubscriberConfig{Group: g}), topic), recs[g], 0, 2, nil)
 	}
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
+	if peer {
+		var err error
+		pub, err = pubsub.NewPublisher(peerOf(t, h), pubsub.PublisherConfig{}, logger)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = pub.Close() })
+	}
 	before := newMessages(3)
 	publish(t, pub, topic, before...)
 	for _, g := range groups {
@@ -100,6 +109,13 @@ func vanishEveryGroup(t *testing.T, h Harness) {
 	}
 
 	require.NoError(t, h.Forget(topic))
+	if !peer {
+		a := adminOf(t, h)
+		require.True(t, poll(waitTimeout, func() bool {
+			gs, err := a.ListGroups(context.Background(), topic)
+			return err == nil && len(gs) > 0
+		}), "no subscription registered its group again")
+	}
 	after := newMessages(10)
 	for _, m := range after {
 		publish(t, pub, topic, m)

@@ -43,9 +43,9 @@ func TestRegistryRejectsAForeignGroupName(t *testing.T) {
 	t.Parallel()
 	e := backends(t)["list"]
 	require.Empty(t, e.Cached("t"), "no group known: the backlog")
-	require.NoError(t, e.Remember("t", []any{"3", "b", "a"}))
+	require.NoError(t, e.Remember("t", []any{"3", "0", "b", "a"}))
 	require.Equal(t, []string{"a", "b"}, e.Cached("t"), "sorted")
-	err := e.Remember("t", []any{"4", "a", "{x}"})
+	err := e.Remember("t", []any{"4", "0", "a", "{x}"})
 	require.ErrorIs(t, err, pubsub.ErrInvalidName)
 	require.ErrorContains(t, err, "list: registered group: ")
 	require.Equal(t, []string{"a", "b"}, e.Cached("t"), "a rejected registry is not cached")
@@ -103,7 +103,7 @@ func TestARegistryWithoutAVersionStillRoutes(t *testing.T) {
 				require.NoError(t, e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: g}))
 			}
 			require.NoError(t, e.Client().HDel(ctx, e.Keys("t", "a").Meta(), "ver").Err())
-			require.NoError(t, e.Remember("t", []any{"0"}), "a process that knows no registry yet")
+			require.NoError(t, e.Learn("t", []any{"0", "0"}), "a process that knows no registry yet")
 			_, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("x")})
 			require.NoError(t, err)
 			groups, err := e.Groups(ctx, "t")

@@ -12,10 +12,18 @@ func (e *Engine) PublishOn(ctx context.Context, p *pubsub.PublishParams, lane in
 	return res.IDs, err
 }
 
-// Remember caches a registry reply, as Publish and EnsureGroup do.
+// Remember caches a registry reply {version, reborn, groups...}, as Publish and EnsureGroup
+// do.
 func (e *Engine) Remember(topic string, reply []any) error {
 	_, err := e.remember(topic, reply)
 	return err
+}
+
+// Learn caches a registry reply as a process that knew nothing else of topic: another
+// process's knowledge, in tests that run one engine.
+func (e *Engine) Learn(topic string, reply []any) error {
+	e.registries.Delete(topic)
+	return e.Remember(topic, reply)
 }
 
 // Cached returns the groups Publish would route to on topic.

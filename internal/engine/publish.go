@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
@@ -18,34 +15,6 @@ import (
 // learns the registry from the failed attempt, so a second try succeeds unless groups are
 // being registered on the topic at that very moment.
 const publishTries = 5
-
-// registry is a topic's registered groups as Publish last saw them, with their version.
-type registry struct {
-	version string
-	groups  []string
-	// ephemeral[i] tells whether groups[i] is ephemeral.
-	ephemeral []bool
-	// learned is when Redis last confirmed this registry (unix ns): a publish routed by it,
-	// or a script replied with it.
-	learned atomic.Int64
-}
-
-// restorable is publish.lua's mask of the groups it may register again should they vanish
-// with the topic's state: the durable ones, while the registry was confirmed within the
-// tombstones' life. A group deleted since then has a tombstone still, unless Redis lost it
-// with everything else; a group an ephemeral subscription ended leaves none, and is never
-// restored.
-func (r *registry) restorable(tombstoneTTL time.Duration) string {
-	trusted := time.Since(time.Unix(0, r.learned.Load())) < tombstoneTTL
-	mask := make([]byte, len(r.groups))
-	for i := range mask {
-		mask[i] = '0'
-		if trusted && !r.ephemeral[i] {
-			mask[i] = '1'
-		}
-	}
-	return string(mask)
-}
 
 // Publish stores the batch in one publish.lua call (one more per stale registry): the bodies
 // once, and each message in the ready store of every registered group, or in the topic's
@@ -76,13 +45,16 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 	var restored []string
 	for tries, sweeps := 0, 0; tries < publishTries; {
 		keys := slices.Clone(head)
-		args := make([]any, 0, 8+len(reg.groups)+3*len(msgs))
+		candidates := reg.trustedCandidates(e.tombstoneTTL)
+		args := make([]any, 0, 9+len(reg.groups)+len(candidates)+3*len(msgs))
 		args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), e.backlogRefuse,
-			len(reg.groups), reg.restorable(e.tombstoneTTL))
+			len(reg.groups), reg.mask(e.tombstoneTTL))
 		for _, g := range reg.groups {
 			keys = append(keys, e.Keys(topic, g).storeOnly()...)
 			args = append(args, g)
 		}
+		args = append(args, len(candidates)/2)
+		args = append(args, candidates...)
 		for _, m := range msgs {
 			prio := 0
 			if e.store.Priority != nil {
@@ -97,10 +69,11 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 		switch backendkit.Int(res[0]) {
 		case 1:
 			last := backendkit.Int(res[1])
-			if v, _ := res[2].(string); v != reg.version {
-				e.registries.Store(topic, &registry{version: v, groups: reg.groups, ephemeral: reg.ephemeral})
-			} else if reg.version != "0" {
-				reg.learned.Store(time.Now().UnixNano())
+			switch {
+			case len(res) > 5 && backendkit.Int(res[5]) == 1:
+				e.registries.CompareAndSwap(topic, reg, reg.settled()) // no candidate to restore
+			case reg.version != "0":
+				reg.confirmed()
 			}
 			if backendkit.Int(res[3]) == 1 {
 				_ = e.drainTrash(ctx, topic, sweepSteps)
@@ -157,46 +130,6 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 		}
 	}
 	return pubsub.PublishResult{}, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
-}
-
-// cached returns the registry Publish last saw on topic, or version "0" with no group.
-func (e *Engine) cached(topic string) *registry {
-	if v, ok := e.registries.Load(topic); ok {
-		return v.(*registry)
-	}
-	return &registry{version: "0"}
-}
-
-// remember caches a registry reply {version, groups...}, an ephemeral group as "name:e".
-// Names are checked again: a foreign member with braces would address keys outside the
-// topic's slot.
-func (e *Engine) remember(topic string, reply []any) (*registry, error) {
-	reg := &registry{}
-	reg.version, _ = reply[0].(string)
-	if reg.version == "" {
-		reg.version = strconv.FormatInt(backendkit.Int(reply[0]), 10)
-	}
-	type member struct {
-		name      string
-		ephemeral bool
-	}
-	members := make([]member, 0, len(reply)-1)
-	for _, m := range reply[1:] {
-		g, _ := m.(string)
-		name, ephemeral := strings.CutSuffix(g, ":e")
-		if err := pubsub.ValidateName("group", name); err != nil {
-			return reg, fmt.Errorf("%s: registered group: %w", e.store.Name, err)
-		}
-		members = append(members, member{name, ephemeral})
-	}
-	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.name, b.name) })
-	for _, m := range members {
-		reg.groups = append(reg.groups, m.name)
-		reg.ephemeral = append(reg.ephemeral, m.ephemeral)
-	}
-	reg.learned.Store(time.Now().UnixNano())
-	e.registries.Store(topic, reg)
-	return reg, nil
 }
 
 // EnsureGroup registers a durable group (ensuregroup.lua) and primes the publish cache with

@@ -12,6 +12,10 @@ import (
 // as join.lua would with p.Ephemeral. The first group of the topic takes its backlog. Under a
 // tombstone: an error matching pubsub.ErrGroupDeleted. It primes the publish cache, as
 // EnsureGroup does.
+//
+// The count of re-registrations goes on from the largest this process has seen of the group,
+// or p.Known: a Redis that came back empty forgot the group's own, and a publisher that
+// restores a group (Publish) knows no count of its own.
 func (e *Engine) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParams) (pubsub.RegisterAgainResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return pubsub.RegisterAgainResult{}, err
@@ -22,11 +26,17 @@ func (e *Engine) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParam
 	}
 	keys := append(e.topicKeys(p.Topic).list(), e.backlog(p.Topic)...)
 	keys = append(keys, e.Keys(p.Topic, p.Group).groupOnly()...)
-	res, err := e.run(ctx, "regain", keys, p.Group, eph, p.Consumer, backendkit.Millis(p.TTL), p.Known).Slice()
+	at := p.Topic + "\x00" + p.Group // neither name holds a NUL
+	known := p.Known
+	if n, ok := e.regained.Load(at); ok {
+		known = max(known, n.(int64))
+	}
+	res, err := e.run(ctx, "regain", keys, p.Group, eph, p.Consumer, backendkit.Millis(p.TTL), known).Slice()
 	if err != nil {
 		return pubsub.RegisterAgainResult{}, e.groupError(p.Topic, p.Group, err)
 	}
 	r := backendkit.DecodeRegain(res)
+	e.regained.Store(at, r.Times)
 	if _, err := e.remember(p.Topic, res[6:]); err != nil {
 		return r, err
 	}

@@ -24,7 +24,7 @@ func TestRegisteringAgainKeepsTheGroupsSurvivingMessages(t *testing.T) {
 			ensure(t, e, "t", "g")
 			publish(t, e, "t", "a", "b", "c")
 			require.NoError(t, e.Client().Del(ctx, e.Keys("t", "g").Registry()).Err())
-			require.NoError(t, e.Remember("t", []any{"0"}), "a publisher that knows no group")
+			require.NoError(t, e.Learn("t", []any{"0", "0"}), "a publisher that knows no group")
 			publish(t, e, "t", "d", "e")
 			res, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: "t", Group: "g"})
 			require.NoError(t, err)
@@ -106,7 +106,7 @@ func TestPublisherRegistersAgainTheGroupsStillMissing(t *testing.T) {
 			_, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: "t", Group: "g1"})
 			require.NoError(t, err)
 			require.Equal(t, []string{"g1"}, e.Cached("t"), "the subscriber's process learned the new registry")
-			require.NoError(t, e.Remember("t", append([]any{known}, "g1", "g2")), "a publisher that learned the old one")
+			require.NoError(t, e.Learn("t", []any{known, "0", "g1", "g2"}), "a publisher that learned the old one")
 			res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
 			require.NoError(t, err)
 			require.Equal(t, []string{"g2"}, res.Reregistered)
@@ -131,7 +131,7 @@ func TestPublisherRestoresNoDeletedEphemeralOrStaleGroup(t *testing.T) {
 				publish(t, e, "t", "a")
 				old := e.CachedVersion("t")
 				require.NoError(t, e.DeleteGroup(ctx, "t", "gone"))
-				require.NoError(t, e.Remember("t", append([]any{old}, "g1", "gone")))
+				require.NoError(t, e.Learn("t", []any{old, "0", "g1", "gone"}), "a publisher that learned the registry before the delete")
 				forget(t, e, "t", e.TombsKey("t"))
 				res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
 				require.NoError(t, err)
@@ -147,7 +147,8 @@ func TestPublisherRestoresNoDeletedEphemeralOrStaleGroup(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				ctx := t.Context()
 				ensure(t, e, "t", "g1")
-				require.NoError(t, e.Remember("t", []any{e.CachedVersion("t"), "g1", "r:e"}), "a publisher that saw an ephemeral group")
+				require.NoError(t, e.Join(ctx, &pubsub.JoinParams{Topic: "t", Group: "r", Consumer: "c", TTL: time.Minute}))
+				require.Equal(t, []string{"g1", "r"}, e.Cached("t"), "the publisher saw the ephemeral group")
 				forget(t, e, "t")
 				res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
 				require.NoError(t, err)
@@ -176,4 +177,80 @@ func TestPublisherRestoresNoDeletedEphemeralOrStaleGroup(t *testing.T) {
 			})
 		}
 	})
+}
+
+// The same process publishes and consumes (a Watermill handler that publishes): its own
+// subscription registered its group again first, and the registry it learned so lists that
+// group alone. The publisher still knows the other group, and registers it again.
+func TestPublisherRegistersAgainAGroupItsOwnRegainLeftOut(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			ensure(t, e, "t", "g1")
+			ensure(t, e, "t", "g2")
+			publish(t, e, "t", "a")
+			forget(t, e, "t")
+			_, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: "t", Group: "g1"})
+			require.NoError(t, err)
+			require.Equal(t, []string{"g1"}, e.Cached("t"), "the registry learned lists g1 alone")
+			res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+			require.NoError(t, err)
+			require.Equal(t, []string{"g2"}, res.Reregistered)
+			for _, g := range []string{"g1", "g2"} {
+				require.Equal(t, []string{"b"}, adaptertest.Payloads(claim(t, e, "t", g, "c", 10)), g)
+			}
+			require.Equal(t, []string{"g1", "g2"}, e.Cached("t"))
+		})
+	}
+}
+
+// A group the registry left out because an operator deleted it is no candidate: the registry
+// did not start afresh since the publisher saw the group.
+func TestPublisherDoesNotRestoreAGroupDeletedSinceItLearnedIt(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			ensure(t, e, "t", "g1")
+			ensure(t, e, "t", "g2")
+			publish(t, e, "t", "a")
+			seen := e.CachedVersion("t")
+			require.NoError(t, e.DeleteGroup(ctx, "t", "g2"))
+			require.NoError(t, e.Learn("t", []any{seen, "0", "g1", "g2"}), "a publisher that learned nothing of the delete")
+			// It learns a registry that went on without g2 (here an EnsureGroup; a claim's
+			// regain would do the same): g2's absence is a delete, not a loss.
+			ensure(t, e, "t", "g3")
+			require.Equal(t, []string{"g1", "g3"}, e.Cached("t"))
+			require.NoError(t, e.Client().ZRem(ctx, e.TombsKey("t"), "g2").Err(), "even with its tombstone gone")
+			res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+			require.NoError(t, err)
+			require.Empty(t, res.Reregistered)
+			groups, err := e.Groups(ctx, "t")
+			require.NoError(t, err)
+			require.Equal(t, []string{"g1", "g3"}, groups)
+		})
+	}
+}
+
+// Each loss counts: the count goes on from the one this process saw last, though Redis
+// forgot it and the publisher, not a subscription, registered the group again.
+func TestRestoresCountEveryLoss(t *testing.T) {
+	t.Parallel()
+	for name, e := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			ensure(t, e, "t", "g")
+			publish(t, e, "t", "a")
+			for i := 1; i <= 3; i++ {
+				forget(t, e, "t")
+				res, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+				require.NoError(t, err)
+				require.Equal(t, []string{"g"}, res.Reregistered)
+				s, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: "g"})
+				require.NoError(t, err)
+				require.EqualValues(t, i, s.Counters.Reregistered)
+			}
+		})
+	}
 }

@@ -8,7 +8,7 @@
 -- KEYS -> the topic's 8 keys (engine.lua's keys_at), the backlog's store keys, the group's
 --         store keys (both in STORE_KEY_NAMES order)
 -- ARGV[1] -> group
--- Returns {version, groups...}, for the caller's publish cache; or an error reply for a layout
+-- Returns {version, reborn, groups...} (lifecycle.lua's registry_reply), for the caller's publish cache; or an error reply for a layout
 -- this code cannot read.
 
 local S = #STORE_KEY_NAMES
@@ -25,4 +25,4 @@ if redis.call('HEXISTS', k.registry, ARGV[1]) == 0 then
   if meta[4] then redis.call('HDEL', k.meta, 'expire') end
   for _, key in ipairs(topic_keys()) do redis.call('PERSIST', key) end
 end
-return registry_reply(k.registry, ver)
+return registry_reply(k.meta, k.registry, ver)

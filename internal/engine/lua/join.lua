@@ -12,7 +12,7 @@
 -- ARGV[2] -> consumer
 -- ARGV[3] -> TTL in ms
 -- ARGV[4] -> '1' for a renewal, which never registers the group
--- Returns {version, groups...}, for the caller's publish cache; or an error reply: the group
+-- Returns {version, reborn, groups...} (lifecycle.lua's registry_reply), for the caller's publish cache; or an error reply: the group
 -- is durable (RELQDURABLE), a renewal's group is not registered (engine.lua's gone: RELQGONE
 -- under a tombstone, else RELQLOST), or a layout this code cannot read.
 
@@ -34,4 +34,4 @@ else
   ver = register(k, bk, group, topic_seq(meta[2]), true)
 end
 add_member(k, group, ARGV[2], ttl, now_ms())
-return registry_reply(k.registry, ver)
+return registry_reply(k.meta, k.registry, ver)

@@ -58,11 +58,12 @@ local function add_member(k, group, consumer, ttl, now)
   end
 end
 
--- registry_reply is {version, groups...}, for the caller's publish cache: an ephemeral group
--- as "name:e" (group names hold no ':'), so that a publisher knows which groups it may
--- restore after the topic's state vanished (publish.lua).
-local function registry_reply(registry, ver)
-  local reply = {ver}
+-- registry_reply is {version, reborn, groups...}, for the caller's publish cache: reborn is
+-- the version the registry last started afresh at ('0': unknown), and an ephemeral group is
+-- "name:e" (group names hold no ':'), so that a publisher knows which groups it may restore
+-- after the topic's state vanished (publish.lua).
+local function registry_reply(meta, registry, ver)
+  local reply = {ver, redis.call('HGET', meta, 'reborn') or '0'}
   local all = redis.call('HGETALL', registry)
   for i = 1, #all, 2 do
     local _, _, ephemeral = reg_parse(all[i + 1])

@@ -29,47 +29,63 @@
 -- ARGV[6] -> what a batch the backlog cannot hold does: '0' drops the backlog's oldest (counted
 --            in meta's backlog_dropped), '1' refuses the batch (pubsub.BacklogRefuse)
 -- ARGV[7] -> G, the number of groups passed
--- ARGV[8] -> G characters, '1' for each passed group the caller may restore: a durable group
---            of a registry it learned within the tombstones' life (see restorable below)
+-- ARGV[8] -> G characters, '1' for each passed group the caller may restore (see restorable
+--            below): a durable group of a registry it learned within the tombstones' life
 -- ARGV[9 .. 8+G] -> the group names, in the order of their KEYS
--- ARGV[9+G+3j .. 11+G+3j] -> message j: delay in ms (0: due now), priority, envelope bytes
--- Returns {1, last, version, trash, dropped}, the IDs being last-N+1 .. last, trash 1 when
--- deleted groups' keys wait in the trash (drain.lua), dropped how many of the backlog's oldest
--- this call dropped; or {3} when the backlog refused the batch (nothing written); or
--- {0, version, groups...} when the caller's version is stale (nothing written); or {2,
--- groups...} when those ephemeral groups' members all expired (nothing written: the caller
--- deletes them and publishes again); or {4, groups...} when those groups of the caller's
--- registry vanished with the topic's state (nothing written: the caller registers them again,
+-- ARGV[9+G] -> C, the number of candidates: durable groups the caller knew (within the
+--            tombstones' life) that are not in its registry, because a registry it learned
+--            since started afresh (its own subscription registered a group again first)
+-- ARGV[10+G .. 9+G+2C] -> each candidate's name and the registry version it was last seen in
+-- ARGV[10+G+2C+3j ..] -> message j: delay in ms (0: due now), priority, envelope bytes
+-- Returns {1, last, version, trash, dropped, settled}, the IDs being last-N+1 .. last, trash
+-- 1 when deleted groups' keys wait in the trash (drain.lua), dropped how many of the
+-- backlog's oldest this call dropped, settled 1 when the caller passed candidates and none can
+-- be restored (it forgets them); or {3} when the backlog refused the batch (nothing written);
+-- or {0, version, reborn, groups...} when the caller's version is stale (nothing written); or
+-- {2, groups...} when those ephemeral groups' members all expired (nothing written: the
+-- caller deletes them and publishes again); or {4, groups...} when those groups the caller
+-- knew vanished with the topic's state (nothing written: the caller registers them again,
 -- regain.lua, and publishes again); or an error reply for a layout this code cannot read.
 
 local BACKLOG_TRIM = 100
 
 -- stale is the reply to a caller whose registry version is not ver.
 local function stale(ver)
-  local reply = registry_reply(KEYS[4], ver)
+  local reply = registry_reply(KEYS[1], KEYS[4], ver)
   table.insert(reply, 1, 0)
   return reply
 end
 
 local S = #STORE_KEY_NAMES
 local G = tonumber(ARGV[7])
+local C = tonumber(ARGV[9 + G])
 
--- restorable lists the groups the caller may restore that are neither registered nor
--- tombstoned: durable groups of its registry whose state vanished (a Redis that restarted
--- empty, FLUSHALL, a failover to a replica that had not synced). A durable group leaves the
--- registry only through an operator's delete, which leaves a tombstone; so one the caller
--- learned within the tombstones' life and that has none was not deleted. The running
--- subscriptions of such a group would register it again within a claim cycle, but what is
--- published meanwhile would reach only the group registered first (which takes the backlog).
-local function restorable(now)
+-- num reads a registry version (nil and foreign data: 0).
+local function num(v) return tonumber(v) or 0 end
+
+-- restorable lists the groups the caller may restore: durable groups it knew that are neither
+-- registered nor tombstoned, and that the registry lost since the caller saw them registered
+-- (at version seen): it started afresh after seen (meta's reborn: lifecycle.lua's register),
+-- or holds a version older than seen (a failover to a replica that had not synced). A
+-- durable group leaves the registry only through an operator's delete, which leaves a
+-- tombstone; so one the caller learned within the tombstones' life and that has none was not
+-- deleted. It vanished (a Redis that restarted empty, FLUSHALL, a failover): its running
+-- subscriptions would register it again within a claim cycle, but what is published
+-- meanwhile would reach only the groups registered again before.
+local function restorable(ver, reborn, now)
   local out = {}
-  for g = 1, G do
-    local name = ARGV[8 + g]
-    if string.sub(ARGV[8], g, g) == '1' and redis.call('HEXISTS', KEYS[4], name) == 0
-        and not tombstoned(KEYS[8], name, now) then
+  local missing = redis.call('EXISTS', KEYS[4]) == 0
+  local function check(name, seen)
+    if (missing or num(reborn) > num(seen) or num(ver) < num(seen))
+        and redis.call('HEXISTS', KEYS[4], name) == 0 and not tombstoned(KEYS[8], name, now) then
       out[#out + 1] = name
     end
   end
+  for g = 1, G do
+    if string.sub(ARGV[8], g, g) == '1' then check(ARGV[8 + g], ARGV[1]) end
+  end
+  for c = 0, C - 1 do check(ARGV[10 + G + 2 * c], ARGV[11 + G + 2 * c]) end
+  if #out > 0 then table.insert(out, 1, 4) end
   return out
 end
 
@@ -86,16 +102,14 @@ end
 check_layout(meta[4])
 if not ver and redis.call('EXISTS', KEYS[5]) == 1 then return layout_error(1) end
 local now = now_ms()
+local reborn = meta[6]
 if redis.call('EXISTS', KEYS[4]) == 0 then
-  if G > 0 then
-    -- The caller knew groups, and the registry is gone: durable groups leave it only
-    -- through a delete, which leaves tombstones, or with every key of the topic.
-    local lost = restorable(now)
-    if #lost > 0 then
-      table.insert(lost, 1, 4)
-      return lost
-    end
-    return {0, ver or '0'}
+  -- The caller knew groups, and the registry is gone: durable groups leave it only through
+  -- a delete, which leaves tombstones, or with every key of the topic.
+  if G > 0 or C > 0 then
+    local lost = restorable(ver, reborn, now)
+    if #lost > 0 then return lost end
+    if G > 0 then return {0, ver or '0', reborn or '0'} end
   end
 else
   if not ver then
@@ -105,17 +119,10 @@ else
     redis.call('HSET', KEYS[1], 'ver', ver, 'layout', LAYOUT)
     return stale(ver)
   end
-  if ver ~= ARGV[1] then
-    -- A registry started afresh after the caller's (lifecycle.lua's register): the groups
-    -- registered since may be only some of those that vanished.
-    if meta[6] and tonumber(ARGV[1]) < tonumber(meta[6]) then
-      local lost = restorable(now)
-      if #lost > 0 then
-        table.insert(lost, 1, 4)
-        return lost
-      end
-    end
-    return stale(ver)
+  if ver ~= ARGV[1] or C > 0 then
+    local lost = restorable(ver, reborn, now)
+    if #lost > 0 then return lost end
+    if ver ~= ARGV[1] then return stale(ver) end
   end
   local expired = redis.call('ZRANGE', KEYS[6], '-inf', '(' .. now, 'BYSCORE', 'LIMIT', 0, 10)
   if #expired > 0 then
@@ -124,7 +131,7 @@ else
   end
 end
 
-local base = 9 + G
+local base = 10 + G + 2 * C
 local n = (#ARGV - base + 1) / 3
 local bk = store_keys_at(TOPIC_KEYS + 1)
 if G == 0 and ARGV[6] == '1' and store_size(bk) + n > tonumber(ARGV[4]) then
@@ -180,4 +187,4 @@ end
 -- A process that dies leaves its lanes' records behind. A lane's first call sweeps a few
 -- fields of meta for records no call touched for LANE_IDLE_MS (no resend comes that late).
 if ARGV[3] == '1' then sweep_lanes(KEYS[1], now) end
-return {1, last, ver or '0', redis.call('EXISTS', KEYS[7]), dropped}
+return {1, last, ver or '0', redis.call('EXISTS', KEYS[7]), dropped, C > 0 and 1 or 0}

@@ -53,5 +53,5 @@ end
 if ephemeral then add_member(k, group, ARGV[3], tonumber(ARGV[4]), now) end
 local c = redis.call('HMGET', k.counters, 'reregistered', 'reregistered_at')
 local reply = {registered, tonumber(c[1] or '0'), tonumber(c[2] or '0'), meta[3] and 1 or 0, found_groups, backlog}
-for _, x in ipairs(registry_reply(k.registry, ver)) do reply[#reply + 1] = x end
+for _, x in ipairs(registry_reply(k.meta, k.registry, ver)) do reply[#reply + 1] = x end
 return reply
