@@ -373,8 +373,9 @@ type Stats struct {
 	OldestReadyAge time.Duration
 	// Paused reports a group paused with Admin.PauseGroup: its claims return nothing.
 	Paused bool
-	// ReregisteredAt is when a running subscription last registered the group again after
-	// its state vanished from Redis (Counters.Reregistered counts them); zero if never.
+	// ReregisteredAt is when the group was last registered again after its state vanished
+	// from Redis, by a running subscription or a publisher that knew it (Counters.Reregistered
+	// counts them); zero if never.
 	ReregisteredAt time.Time
 	Counters       Counters
 }
@@ -389,9 +390,10 @@ type Counters struct {
 	DeadLettered int64
 	StaleAcks    int64
 	StaleNacks   int64
-	// Reregistered counts the times a running subscription registered the group again after
-	// its state vanished from Redis (Backend.RegisterAgain). Redis keeps it with the group,
-	// so a Redis that loses everything starts it again from the count the subscriptions
-	// remember.
+	// Reregistered counts the times the group was registered again after its state vanished
+	// from Redis (Backend.RegisterAgain: by a running subscription, or on list and zset by a
+	// publisher that knew the group). Redis keeps it with the group, so a Redis that loses
+	// everything starts it again from the count the processes that registered it remember: a
+	// lower bound when none of them saw the last one.
 	Reregistered int64
 }
