@@ -144,7 +144,8 @@ type PublishResult struct {
 	BacklogDropped int64
 	// Reregistered names the groups this publish registered again: groups the publisher knew,
 	// durable, whose state had vanished from Redis without a delete (RegisterAgain). Each
-	// receives this publish, as the topic's other groups do.
+	// receives this publish, as the topic's other groups do. It is set with an error too,
+	// when the publish failed after registering them.
 	Reregistered []string
 }
 

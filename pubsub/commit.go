@@ -170,14 +170,14 @@ func (p *Publisher) send(topic string, batch []*publishCall, n int) (publishErr,
 	ctx, stop := commitContext(batch)
 	defer stop()
 	res, err := p.backend.Publish(ctx, &PublishParams{Topic: topic, Messages: msgs})
+	if len(res.Reregistered) > 0 { // said even when the publish failed afterwards
+		p.logger.Error("relq: the topic's groups vanished from Redis without a delete; this publisher registered them again from what it knew of them", ErrGroupLost,
+			watermill.LogFields{"topic": topic, "groups": strings.Join(res.Reregistered, ",")})
+	}
 	if err != nil {
 		return err, nil
 	}
 	p.drops.add(topic, res.BacklogDropped)
-	if len(res.Reregistered) > 0 {
-		p.logger.Error("relq: the topic's groups vanished from Redis without a delete; this publisher registered them again from what it knew of them", ErrGroupLost,
-			watermill.LogFields{"topic": topic, "groups": strings.Join(res.Reregistered, ",")})
-	}
 	p.logger.Trace("relq: published", watermill.LogFields{"topic": topic, "count": n, "calls": len(batch)})
 	if p.waiter == nil {
 		return nil, nil

@@ -64,7 +64,7 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 		}
 		res, err := e.run(ctx, "publish", keys, args...).Slice()
 		if err != nil {
-			return pubsub.PublishResult{}, err
+			return pubsub.PublishResult{Reregistered: restored}, err
 		}
 		switch backendkit.Int(res[0]) {
 		case 1:
@@ -84,52 +84,62 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 			}
 			return pubsub.PublishResult{IDs: ids, BacklogDropped: backendkit.Int(res[4]), Reregistered: restored}, nil
 		case 3:
-			return pubsub.PublishResult{}, &pubsub.BacklogFullError{Topic: topic, Limit: e.backlogLimit}
+			return pubsub.PublishResult{Reregistered: restored}, &pubsub.BacklogFullError{Topic: topic, Limit: e.backlogLimit}
 		case 4:
 			// Groups of the cached registry vanished with the topic's state: register them
 			// again before storing, so that each receives this batch, not only the first
 			// registered again (which takes the backlog). A restore is not a stale registry;
 			// it has a bound of its own, as sweeps do.
 			if sweeps++; sweeps > publishTries {
-				return pubsub.PublishResult{}, fmt.Errorf("%s: publish to %q: its vanished groups could not be registered again in %d tries", e.store.Name, topic, publishTries)
+				return pubsub.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its vanished groups could not be registered again in %d tries", e.store.Name, topic, publishTries)
 			}
-			for _, g := range res[1:] {
-				name, _ := g.(string)
-				r, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: topic, Group: name})
-				if errors.Is(err, pubsub.ErrGroupDeleted) {
-					continue // deleted meanwhile: its tombstone keeps it out
-				}
-				if err != nil {
-					return pubsub.PublishResult{}, err
-				}
-				if r.Registered {
-					restored = append(restored, name)
-				}
+			if restored, err = e.restore(ctx, topic, res[1:], restored); err != nil {
+				return pubsub.PublishResult{Reregistered: restored}, err
 			}
 			reg = e.cached(topic)
 		case 2:
 			// Ephemeral groups whose members all expired: delete them, then learn the registry.
 			// A sweep is not a stale registry; it has a bound of its own.
 			if sweeps++; sweeps > publishTries {
-				return pubsub.PublishResult{}, fmt.Errorf("%s: publish to %q: its expired groups could not be deleted in %d tries", e.store.Name, topic, publishTries)
+				return pubsub.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its expired groups could not be deleted in %d tries", e.store.Name, topic, publishTries)
 			}
 			for _, g := range res[1:] {
 				name, _ := g.(string)
 				if err := pubsub.ValidateName("group", name); err != nil {
-					return pubsub.PublishResult{}, fmt.Errorf("%s: expired group: %w", e.store.Name, err)
+					return pubsub.PublishResult{Reregistered: restored}, fmt.Errorf("%s: expired group: %w", e.store.Name, err)
 				}
 				if _, err := e.deleteGroup(ctx, topic, name, modeExpired, "", sweepSteps); err != nil {
-					return pubsub.PublishResult{}, err
+					return pubsub.PublishResult{Reregistered: restored}, err
 				}
 			}
 		default:
 			if reg, err = e.remember(topic, res[1:]); err != nil {
-				return pubsub.PublishResult{}, err
+				return pubsub.PublishResult{Reregistered: restored}, err
 			}
 			tries++
 		}
 	}
-	return pubsub.PublishResult{}, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
+	return pubsub.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
+}
+
+// restore registers again the groups publish.lua named (RegisterAgain, durable), and returns
+// restored with those this call registered appended. One deleted meanwhile is left out: its
+// tombstone keeps it so.
+func (e *Engine) restore(ctx context.Context, topic string, names []any, restored []string) ([]string, error) {
+	for _, g := range names {
+		name, _ := g.(string)
+		r, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: topic, Group: name})
+		if errors.Is(err, pubsub.ErrGroupDeleted) {
+			continue
+		}
+		if err != nil {
+			return restored, err
+		}
+		if r.Registered {
+			restored = append(restored, name)
+		}
+	}
+	return restored, nil
 }
 
 // EnsureGroup registers a durable group (ensuregroup.lua) and primes the publish cache with
