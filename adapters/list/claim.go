@@ -12,10 +12,18 @@ import (
 	"github.com/relq/relq/pubsub"
 )
 
-// registerTimeout bounds register.lua after a BLMOVE. It runs even when the caller's context
-// was cancelled meanwhile: the id is already in processing, and registering it (so the caller
-// can release it) beats leaving an orphan that waits for OrphanLease.
-const registerTimeout = 5 * time.Second
+// registerTimeout bounds one register.lua call after a BLMOVE, and registerPatience all of
+// them: a call that failed without a reply from Redis (a timeout, a broken connection) is sent
+// again until then, since the entry BLMOVE moved is already in processing and only this
+// consumer knows it; given up, it waits for OrphanLease (a lease, when Redis ran the call and
+// only the reply was lost), a whole Lease late. Registering runs even when the caller's
+// context was cancelled meanwhile: registering the entry (so the caller can release it)
+// beats leaving an orphan. register.lua returns the entry again to a resend.
+const (
+	registerTimeout  = 5 * time.Second
+	registerPatience = 30 * time.Second
+	registerRetry    = 100 * time.Millisecond
+)
 
 // fullPoll is how often a consumer with nothing ready runs claim.lua while Redis is full: a
 // full Redis refuses BLMOVE (it may create a key), but not claim.lua, which pops ready with
@@ -68,8 +76,23 @@ func (b *Backend) wait(ctx context.Context, p *pubsub.ClaimParams, count int, wa
 	return c.Deliveries, true, err
 }
 
-// register runs register.lua for the entry BLMOVE moved, claiming up to count in all.
+// register runs register.lua for the entry BLMOVE moved, claiming up to count in all, and
+// sends it again while it fails without Redis's answer, for registerPatience.
 func (b *Backend) register(ctx context.Context, p *pubsub.ClaimParams, count int, entry string) (engine.Claimed, error) {
+	giveUp := time.Now().Add(registerPatience)
+	for {
+		c, err := b.registerOnce(ctx, p, count, entry)
+		var reply redis.Error
+		if err == nil || errors.As(err, &reply) || errors.Is(err, pubsub.ErrGroupLost) ||
+			errors.Is(err, pubsub.ErrGroupDeleted) || errors.Is(err, redis.ErrClosed) || time.Now().After(giveUp) {
+			return c, err
+		}
+		time.Sleep(registerRetry)
+	}
+}
+
+// registerOnce is one register.lua call, bounded by registerTimeout.
+func (b *Backend) registerOnce(ctx context.Context, p *pubsub.ClaimParams, count int, entry string) (engine.Claimed, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registerTimeout)
 	defer cancel()
 	return b.RunClaim(ctx, "register", p, p.Consumer, count, backendkit.Millis(p.Lease), entry, p.Group)

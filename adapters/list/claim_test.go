@@ -130,3 +130,28 @@ func TestClaimRejectsANonPositiveLease(t *testing.T) {
 	_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
 	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
 }
+
+// register.lua sent again after its reply was lost (a timeout, a broken connection: register
+// sends it again) returns the entry BLMOVE moved as the first call leased it, rather than
+// nothing, which would leave it leased to a consumer that never got it for a whole Lease.
+func TestRegisterSentAgainReturnsTheSameDelivery(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	ids := e.Publish("t", "x")
+	k := e.gk("t", "g")
+	entry, err := e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Result()
+	require.NoError(t, err)
+	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute}
+	first, err := e.b.registerOnce(e.Ctx, p, 1, entry)
+	require.NoError(t, err)
+	again, err := e.b.registerOnce(e.Ctx, p, 1, entry)
+	require.NoError(t, err)
+	require.Len(t, again.Deliveries, 1)
+	require.Equal(t, first.Deliveries, again.Deliveries)
+	require.Equal(t, ids, []string{again.Deliveries[0].ID})
+	require.Equal(t, map[string]string{ids[0]: "c"}, e.holders(k))
+	other, err := e.b.registerOnce(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "d", Count: 1, Lease: time.Minute}, 1, entry)
+	require.NoError(t, err)
+	require.Empty(t, other.Deliveries, "another consumer's lease is not returned")
+}

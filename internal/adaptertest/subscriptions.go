@@ -77,7 +77,9 @@ func ManySubscriptions(t *testing.T, build Build) {
 			require.Equal(t, topicOf(i), string(msg.Payload))
 			msg.Ack()
 		case <-time.After(time.Minute):
-			require.FailNow(t, "not delivered", "topic %s; the subscriber's errors: %v", topicOf(i), log.Captured()[watermill.ErrorLogLevel])
+			st, err := h.Backend.Stats(context.Background(), &pubsub.StatsParams{Topic: topicOf(i), Group: pubsub.DefaultGroup})
+			require.FailNow(t, "not delivered", "topic %s; its group: %+v (%v); the subscriber's last errors: %v",
+				topicOf(i), st, err, lastLogs(log.Captured()[watermill.ErrorLogLevel], 5))
 		}
 	}
 	noPoolWait("delivering")
@@ -106,6 +108,17 @@ func BenchmarkPickup(b *testing.B, build Build) {
 		require.NoError(b, pub.Publish(topicOf(n), message.NewMessage(watermill.NewUUID(), nil)))
 		(<-subs[n]).Ack()
 	}
+}
+
+// lastLogs formats the last n of logs, each with its fields: the whole capture of a failing
+// run is too long for the test's output.
+func lastLogs(logs []watermill.CapturedMessage, n int) string {
+	logs = logs[max(0, len(logs)-n):]
+	out := ""
+	for _, l := range logs {
+		out += fmt.Sprintf("\n  %s %v err=%v", l.Msg, l.Fields, l.Err)
+	}
+	return out
 }
 
 func topicOf(i int) string { return fmt.Sprintf("topic-%03d", i) }

@@ -5,7 +5,9 @@
 -- have given it an orphan lease meanwhile (a holders record with no consumer): that one is
 -- taken over as the next attempt, its pending-since time kept. If it has a consumer, or is gone
 -- (an orphan lease expired and it went back to ready), it is someone else's now and is not
--- returned. processing holds only entries in that window, so LREM finds it near the head.
+-- returned; but a record of this consumer's own is this script's, run before by a call whose
+-- reply was lost (the caller sends it again), and the entry is returned again as it was
+-- leased. processing holds only entries in that window, so LREM finds it near the head.
 --
 -- A paused group's entry goes back to the consume end of ready, where BLMOVE took it from,
 -- and nothing is returned (PAUSED); a group that is not registered gets the error reply gone()
@@ -38,7 +40,10 @@ if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then
   got = lease(k, {id}, nil, consumer, now, deadline, out)
 else
   local r = read_records(k, {id})[1]
-  if r and r.consumer == '' then
+  if r and r.consumer == consumer then
+    out[2], out[3], out[4] = id, r.attempt, redis.call('HGET', k.bodies, id) or false
+    got = 1
+  elseif r and r.consumer == '' then
     -- A missing body is returned as nil, as lease does, for the subscriber to dead-letter.
     pend(k, {{id = id, consumer = consumer, attempt = r.attempt + 1, since = r.since, extra = r.extra}}, deadline)
     out[2], out[3], out[4] = id, r.attempt + 1, redis.call('HGET', k.bodies, id) or false
