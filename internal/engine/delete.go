@@ -71,6 +71,7 @@ func (e *Engine) deleteGroup(ctx context.Context, topic, group, mode, consumer s
 	status := backendkit.Int(res[0])
 	if status == statusDeleted || status == statusTrash {
 		e.registries.Delete(topic) // the next Publish learns the registry anew
+		e.regained.Delete(regainedKey(topic, group))
 	}
 	if status == statusTrash {
 		return status, e.drain(ctx, topic, id, steps)
@@ -176,6 +177,9 @@ func (e *Engine) DeleteTopic(ctx context.Context, topic string) error {
 			return err
 		}
 		e.registries.Delete(topic)
+		for _, g := range groups {
+			e.regained.Delete(regainedKey(topic, g))
+		}
 		switch {
 		case n == 0:
 			return fmt.Errorf("%s: topic %q: %w", e.store.Name, topic, pubsub.ErrTopicNotFound)

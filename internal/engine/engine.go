@@ -66,7 +66,7 @@ type Engine struct {
 	// registries caches each topic's registry for Publish.
 	registries sync.Map // topic -> *registry
 	// regained keeps the largest re-registration count seen of each group registered again
-	// (RegisterAgain): one entry per group that ever vanished.
+	// (RegisterAgain): one entry per group that vanished, until the group is deleted.
 	regained sync.Map // topic + "\x00" + group -> int64
 	// lanes are this engine's publish lanes (publish.lua).
 	lanes *backendkit.Lanes

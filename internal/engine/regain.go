@@ -26,7 +26,7 @@ func (e *Engine) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParam
 	}
 	keys := append(e.topicKeys(p.Topic).list(), e.backlog(p.Topic)...)
 	keys = append(keys, e.Keys(p.Topic, p.Group).groupOnly()...)
-	at := p.Topic + "\x00" + p.Group // neither name holds a NUL
+	at := regainedKey(p.Topic, p.Group)
 	known := p.Known
 	if n, ok := e.regained.Load(at); ok {
 		known = max(known, n.(int64))
@@ -42,3 +42,6 @@ func (e *Engine) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParam
 	}
 	return r, nil
 }
+
+// regainedKey is a group's entry in Engine.regained: neither name holds a NUL.
+func regainedKey(topic, group string) string { return topic + "\x00" + group }

@@ -66,15 +66,14 @@ local function num(v) return tonumber(v) or 0 end
 -- restorable lists the groups the caller may restore: durable groups it knew that are neither
 -- registered nor tombstoned, and that the registry lost since the caller saw them registered
 -- (at version seen): it started afresh after seen (meta's reborn: lifecycle.lua's register),
--- or holds a version older than seen (a failover to a replica that had not synced). A
--- durable group leaves the registry only through an operator's delete, which leaves a
--- tombstone; so one the caller learned within the tombstones' life and that has none was not
--- deleted. It vanished (a Redis that restarted empty, FLUSHALL, a failover): its running
+-- or holds a version older than seen (a failover to a replica that had not synced), or is
+-- gone (missing). A durable group leaves the registry only through an operator's delete,
+-- which leaves a tombstone; so one the caller learned within the tombstones' life and that
+-- has none was not deleted. It vanished (a Redis that restarted empty, FLUSHALL, a failover): its running
 -- subscriptions would register it again within a claim cycle, but what is published
 -- meanwhile would reach only the groups registered again before.
-local function restorable(ver, reborn, now)
+local function restorable(missing, ver, reborn, now)
   local out = {}
-  local missing = redis.call('EXISTS', KEYS[4]) == 0
   local function check(name, seen)
     if (missing or num(reborn) > num(seen) or num(ver) < num(seen))
         and redis.call('HEXISTS', KEYS[4], name) == 0 and not tombstoned(KEYS[8], name, now) then
@@ -107,7 +106,7 @@ if redis.call('EXISTS', KEYS[4]) == 0 then
   -- The caller knew groups, and the registry is gone: durable groups leave it only through
   -- a delete, which leaves tombstones, or with every key of the topic.
   if G > 0 or C > 0 then
-    local lost = restorable(ver, reborn, now)
+    local lost = restorable(true, ver, reborn, now)
     if #lost > 0 then return lost end
     if G > 0 then return {0, ver or '0', reborn or '0'} end
   end
@@ -120,7 +119,7 @@ else
     return stale(ver)
   end
   if ver ~= ARGV[1] or C > 0 then
-    local lost = restorable(ver, reborn, now)
+    local lost = restorable(false, ver, reborn, now)
     if #lost > 0 then return lost end
     if ver ~= ARGV[1] then return stale(ver) end
   end
