@@ -12,6 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -163,7 +164,7 @@ func pickupAfterDelayedBacklog(ctx context.Context, c *redis.Client, t Target, c
 		return Pickup{}, err
 	}
 	for {
-		s, err := in.backend.Stats(ctx, &pubsub.StatsParams{Topic: in.topic, Group: group})
+		s, err := in.backend.Stats(ctx, &backend.StatsParams{Topic: in.topic, Group: group})
 		if err != nil {
 			return Pickup{}, err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -58,7 +59,7 @@ func MeasureRecovery(ctx context.Context, c *redis.Client, t Target, cfg Config)
 			return Recovery{}, fmt.Errorf("%s recovery: the dying consumer read %v", t.Name, res)
 		}
 	} else {
-		ds, err := in.backend.Claim(ctx, &pubsub.ClaimParams{
+		ds, err := in.backend.Claim(ctx, &backend.ClaimParams{
 			Topic: in.topic, Group: group, Consumer: "dead", Count: 1, Lease: cfg.RecoveryLease,
 		})
 		if err != nil {

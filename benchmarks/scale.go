@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -167,7 +168,7 @@ type scaleRun struct {
 	cfg     Config
 	payload []byte
 	// held are the deliveries claimed and held by "holder" while filling.
-	held []pubsub.Held
+	held []backend.Held
 	// record is false in the warm-up round.
 	record      bool
 	ops         map[string]*ScaleOp
@@ -175,19 +176,19 @@ type scaleRun struct {
 	topicsFound int
 }
 
-func (s *scaleRun) backend() pubsub.Backend { return s.in.backend }
+func (s *scaleRun) backend() backend.Backend { return s.in.backend }
 
 // publish stores n messages in batches of scaleBatch, each delayed by delay(i) (zero: ready).
 func (s *scaleRun) publish(ctx context.Context, n int, delay func(i int) time.Duration) error {
 	for i := 0; i < n; i += scaleBatch {
-		msgs := make([]pubsub.OutMessage, min(scaleBatch, n-i))
+		msgs := make([]backend.OutMessage, min(scaleBatch, n-i))
 		for j := range msgs {
-			msgs[j] = pubsub.OutMessage{Envelope: pubsub.Envelope{UUID: watermill.NewUUID(), Payload: s.payload}}
+			msgs[j] = backend.OutMessage{Envelope: backend.Envelope{UUID: watermill.NewUUID(), Payload: s.payload}}
 			if delay != nil {
 				msgs[j].Delay = delay(i + j)
 			}
 		}
-		if _, err := s.backend().Publish(ctx, &pubsub.PublishParams{Topic: s.in.topic, Messages: msgs}); err != nil {
+		if _, err := s.backend().Publish(ctx, &backend.PublishParams{Topic: s.in.topic, Messages: msgs}); err != nil {
 			return err
 		}
 	}
@@ -198,11 +199,11 @@ func (s *scaleRun) publish(ctx context.Context, n int, delay func(i int) time.Du
 // nothing while messages are ready: the streams backend reads the stream in bounded steps
 // and parks the delayed entries it meets on the way, so up to maxEmpty claims in a row may
 // come back empty.
-func (s *scaleRun) claim(ctx context.Context, consumer string, n int, lease time.Duration) ([]pubsub.Held, error) {
-	held := make([]pubsub.Held, 0, n)
+func (s *scaleRun) claim(ctx context.Context, consumer string, n int, lease time.Duration) ([]backend.Held, error) {
+	held := make([]backend.Held, 0, n)
 	maxEmpty := s.cfg.ScaleDelayed/scaleBatch + 10
 	for empty := 0; len(held) < n; {
-		ds, err := s.backend().Claim(ctx, &pubsub.ClaimParams{Topic: s.in.topic, Group: group,
+		ds, err := s.backend().Claim(ctx, &backend.ClaimParams{Topic: s.in.topic, Group: group,
 			Consumer: consumer, Count: min(scaleBatch, n-len(held)), Lease: lease})
 		if err != nil {
 			return nil, err
@@ -215,7 +216,7 @@ func (s *scaleRun) claim(ctx context.Context, consumer string, n int, lease time
 		}
 		empty = 0
 		for _, d := range ds {
-			held = append(held, pubsub.Held{ID: d.ID, Attempt: d.Attempt})
+			held = append(held, backend.Held{ID: d.ID, Attempt: d.Attempt})
 		}
 	}
 	return held, nil
@@ -260,11 +261,11 @@ func (s *scaleRun) fill(ctx context.Context) error {
 	}
 	step("published and claimed %d to dead-letter", cfg.ScaleDeadLetters)
 	for i := 0; i < len(doomed); i += scaleBatch {
-		items := make([]pubsub.NackItem, 0, scaleBatch)
+		items := make([]backend.NackItem, 0, scaleBatch)
 		for _, h := range doomed[i:min(i+scaleBatch, len(doomed))] {
-			items = append(items, pubsub.NackItem{ID: h.ID, Attempt: h.Attempt, DeadLetter: true, Reason: "bench: scale"})
+			items = append(items, backend.NackItem{ID: h.ID, Attempt: h.Attempt, DeadLetter: true, Reason: "bench: scale"})
 		}
-		if _, err := be.Nack(ctx, &pubsub.NackParams{Topic: s.in.topic, Group: group, Consumer: "doomed", Items: items}); err != nil {
+		if _, err := be.Nack(ctx, &backend.NackParams{Topic: s.in.topic, Group: group, Consumer: "doomed", Items: items}); err != nil {
 			return err
 		}
 	}
@@ -289,7 +290,7 @@ func (s *scaleRun) topics(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				err := s.backend().EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: fmt.Sprintf("t%05d", i), Group: group})
+				err := s.backend().EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: fmt.Sprintf("t%05d", i), Group: group})
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err)
@@ -315,9 +316,9 @@ func (s *scaleRun) round(ctx context.Context, round int) error {
 	if err := s.op(ctx, "publish 100", func() error { return s.publish(ctx, 100, nil) }); err != nil {
 		return err
 	}
-	var got []pubsub.Delivery
+	var got []backend.Delivery
 	if err := s.op(ctx, "claim 100", func() (err error) {
-		got, err = be.Claim(ctx, &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: "worker", Count: 100, Lease: scaleLease})
+		got, err = be.Claim(ctx, &backend.ClaimParams{Topic: topic, Group: group, Consumer: "worker", Count: 100, Lease: scaleLease})
 		return err
 	}); err != nil {
 		return err
@@ -328,39 +329,39 @@ func (s *scaleRun) round(ctx context.Context, round int) error {
 	acks, nacks := len(got)/2, len(got)*3/4
 	ext := s.held[(round*100)%max(len(s.held)-100, 1):][:min(100, len(s.held))]
 	if err := s.op(ctx, "extend 100", func() error {
-		_, err := be.Extend(ctx, &pubsub.ExtendParams{Topic: topic, Group: group, Consumer: "holder", Items: ext, Lease: scaleLease})
+		_, err := be.Extend(ctx, &backend.ExtendParams{Topic: topic, Group: group, Consumer: "holder", Items: ext, Lease: scaleLease})
 		return err
 	}); err != nil {
 		return err
 	}
-	held := func(ds []pubsub.Delivery) []pubsub.Held {
-		out := make([]pubsub.Held, len(ds))
+	held := func(ds []backend.Delivery) []backend.Held {
+		out := make([]backend.Held, len(ds))
 		for i, d := range ds {
-			out[i] = pubsub.Held{ID: d.ID, Attempt: d.Attempt}
+			out[i] = backend.Held{ID: d.ID, Attempt: d.Attempt}
 		}
 		return out
 	}
-	nack := func(ds []pubsub.Delivery, dead bool) []pubsub.NackItem {
-		out := make([]pubsub.NackItem, len(ds))
+	nack := func(ds []backend.Delivery, dead bool) []backend.NackItem {
+		out := make([]backend.NackItem, len(ds))
 		for i, d := range ds {
-			out[i] = pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: dead, Reason: "bench: scale"}
+			out[i] = backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: dead, Reason: "bench: scale"}
 		}
 		return out
 	}
 	if err := s.op(ctx, "ack 50", func() error {
-		_, err := be.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "worker", Items: held(got[:acks])})
+		_, err := be.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "worker", Items: held(got[:acks])})
 		return err
 	}); err != nil {
 		return err
 	}
 	if err := s.op(ctx, "nack 25", func() error {
-		_, err := be.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "worker", Items: nack(got[acks:nacks], false)})
+		_, err := be.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "worker", Items: nack(got[acks:nacks], false)})
 		return err
 	}); err != nil {
 		return err
 	}
 	if err := s.op(ctx, "nack 25 to dead letters", func() error {
-		_, err := be.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "worker", Items: nack(got[nacks:], true)})
+		_, err := be.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "worker", Items: nack(got[nacks:], true)})
 		return err
 	}); err != nil {
 		return err
@@ -377,28 +378,28 @@ func (s *scaleRun) round(ctx context.Context, round int) error {
 	}
 	time.Sleep(50 * time.Millisecond)
 	if err := s.op(ctx, "reclaim", func() error {
-		_, err := be.Reclaim(ctx, &pubsub.ReclaimParams{Topic: topic, Group: group, MaxDeliveries: pubsub.MaxDeliveriesDefault,
+		_, err := be.Reclaim(ctx, &backend.ReclaimParams{Topic: topic, Group: group, MaxDeliveries: pubsub.MaxDeliveriesDefault,
 			OrphanLease: pubsub.LeaseDefault})
 		return err
 	}); err != nil {
 		return err
 	}
-	var st pubsub.Stats
+	var st backend.Stats
 	if err := s.op(ctx, "stats", func() (err error) {
-		st, err = be.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: group})
+		st, err = be.Stats(ctx, &backend.StatsParams{Topic: topic, Group: group})
 		return err
 	}); err != nil {
 		return err
 	}
-	var page []pubsub.DeadLetter
+	var page []backend.DeadLetter
 	if err := s.op(ctx, "dead letters, first page", func() (err error) {
-		page, err = be.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: topic, Group: group, Count: 100})
+		page, err = be.DeadLetters(ctx, &backend.DeadLettersParams{Topic: topic, Group: group, Count: 100})
 		return err
 	}); err != nil {
 		return err
 	}
 	if err := s.op(ctx, "dead letters, last page", func() error {
-		_, err := be.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: topic, Group: group,
+		_, err := be.DeadLetters(ctx, &backend.DeadLettersParams{Topic: topic, Group: group,
 			Offset: max(int(st.Dead)-100, 0), Count: 100})
 		return err
 	}); err != nil {
@@ -409,18 +410,18 @@ func (s *scaleRun) round(ctx context.Context, round int) error {
 		ids[i] = dl.ID
 	}
 	if err := s.op(ctx, "requeue 100 dead letters", func() error {
-		_, err := be.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: group, IDs: ids})
+		_, err := be.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: group, IDs: ids})
 		return err
 	}); err != nil {
 		return err
 	}
 	if err := s.op(ctx, "purge 100 dead letters", func() error {
-		_, err := be.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, Limit: 100})
+		_, err := be.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, Limit: 100})
 		return err
 	}); err != nil {
 		return err
 	}
-	if lister, ok := be.(pubsub.TopicLister); ok {
+	if lister, ok := be.(backend.TopicLister); ok {
 		if err := s.op(ctx, "topics", func() error {
 			found, err := lister.Topics(ctx)
 			s.topicsFound = len(found)

@@ -18,6 +18,7 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -32,7 +33,7 @@ type Target struct {
 	// Name is "list", "zset", "streams" or BaselineName.
 	Name string
 	// newBackend builds the relq backend; nil for the baseline.
-	newBackend func(c redis.UniversalClient, prefix string) (pubsub.Backend, error)
+	newBackend func(c redis.UniversalClient, prefix string) (backend.Backend, error)
 }
 
 // Baseline reports whether this is watermill-redisstream.
@@ -41,13 +42,13 @@ func (t Target) Baseline() bool { return t.newBackend == nil }
 // Targets returns the three relq backends and the baseline, in report order.
 func Targets() []Target {
 	return []Target{
-		{Name: "list", newBackend: func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+		{Name: "list", newBackend: func(c redis.UniversalClient, p string) (backend.Backend, error) {
 			return list.New(c, list.Options{Prefix: p})
 		}},
-		{Name: "zset", newBackend: func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+		{Name: "zset", newBackend: func(c redis.UniversalClient, p string) (backend.Backend, error) {
 			return zset.New(c, zset.Options{Prefix: p})
 		}},
-		{Name: "streams", newBackend: func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+		{Name: "streams", newBackend: func(c redis.UniversalClient, p string) (backend.Backend, error) {
 			return streams.New(c, streams.Options{Prefix: p})
 		}},
 		{Name: BaselineName},
@@ -55,15 +56,15 @@ func Targets() []Target {
 }
 
 // Capabilities are the relq backend's; the baseline has none of them (no delay at all).
-func (t Target) Capabilities() pubsub.Capabilities {
+func (t Target) Capabilities() backend.Capabilities {
 	if t.Baseline() {
-		return pubsub.Capabilities{}
+		return backend.Capabilities{}
 	}
 	c := redis.NewClient(&redis.Options{}) // never dialled: New does not talk to Redis
 	defer c.Close()
 	be, err := t.newBackend(c, "caps")
 	if err != nil {
-		return pubsub.Capabilities{}
+		return backend.Capabilities{}
 	}
 	return be.Capabilities()
 }
@@ -79,7 +80,7 @@ type instance struct {
 	sent    *sentCounter
 	prefix  string
 	topic   string
-	backend pubsub.Backend // nil for the baseline
+	backend backend.Backend // nil for the baseline
 	closers []func() error
 	// tune, when set, adjusts the options of the clients the instance makes.
 	tune func(*redis.Options)
@@ -198,7 +199,7 @@ func (in *instance) ensureGroup(ctx context.Context) error {
 		}
 		return nil
 	}
-	return in.backend.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: in.topic, Group: group})
+	return in.backend.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: in.topic, Group: group})
 }
 
 // close shuts the instance down and deletes its keys.

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 func testAdmin(t *testing.T, f Factory) {
@@ -29,11 +28,11 @@ func adminInventory(t *testing.T, h Harness) {
 	publishDirect(t, h, withGroups, 4)
 	publishDirect(t, h, backlogged, 3)
 
-	want := []pubsub.TopicInfo{
+	want := []backend.TopicInfo{
 		{Name: withGroups, Groups: []string{"alpha", "beta"}},
 		{Name: backlogged, Backlog: 3},
 	}
-	slices.SortFunc(want, func(x, y pubsub.TopicInfo) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(want, func(x, y backend.TopicInfo) int { return strings.Compare(x.Name, y.Name) })
 	topics, err := a.ListTopics(ctx)
 	require.NoError(t, err)
 	for i := range topics {
@@ -44,24 +43,24 @@ func adminInventory(t *testing.T, h Harness) {
 		require.Equal(t, ti, topicInfo(t, a, ti.Name), "Topic %q", ti.Name)
 	}
 
-	require.Equal(t, []pubsub.GroupInfo{
+	require.Equal(t, []backend.GroupInfo{
 		{Topic: withGroups, Name: "alpha"},
 		{Topic: withGroups, Name: "beta", Paused: true},
 	}, listGroups(t, a, withGroups))
 	require.Empty(t, listGroups(t, a, backlogged), "a topic with only a backlog has no group")
 
 	for group, paused := range map[string]bool{"alpha": false, "beta": true} {
-		s, err := a.Stats(ctx, &pubsub.StatsParams{Topic: withGroups, Group: group})
+		s, err := a.Stats(ctx, &backend.StatsParams{Topic: withGroups, Group: group})
 		require.NoError(t, err)
 		require.Equal(t, withGroups, s.Topic)
 		require.Equal(t, group, s.Group)
 		require.Equal(t, counts{Ready: 4}, countsOf(s), "group %s", group)
-		require.Equal(t, pubsub.Counters{Published: 4}, s.Counters, "group %s", group)
+		require.Equal(t, backend.Counters{Published: 4}, s.Counters, "group %s", group)
 		require.Equal(t, paused, s.Paused, "Stats.Paused of group %s", group)
 	}
 
 	require.NoError(t, a.ResumeGroup(ctx, withGroups, "beta"))
-	require.Equal(t, []pubsub.GroupInfo{
+	require.Equal(t, []backend.GroupInfo{
 		{Topic: withGroups, Name: "alpha"},
 		{Topic: withGroups, Name: "beta"},
 	}, listGroups(t, a, withGroups), "after ResumeGroup")
@@ -78,21 +77,21 @@ func adminUnknown(t *testing.T, h Harness) {
 	id := publishDirect(t, h, topic, 1)[0]
 
 	_, err := a.Topic(ctx, missing)
-	require.ErrorIs(t, err, pubsub.ErrTopicNotFound, "Topic")
-	require.ErrorIs(t, a.DeleteTopic(ctx, missing), pubsub.ErrTopicNotFound, "DeleteTopic")
+	require.ErrorIs(t, err, backend.ErrTopicNotFound, "Topic")
+	require.ErrorIs(t, a.DeleteTopic(ctx, missing), backend.ErrTopicNotFound, "DeleteTopic")
 
 	const ghost = "ghost"
-	mp := &pubsub.MessageParams{Topic: topic, Group: ghost, ID: id}
-	require.ErrorIs(t, a.PauseGroup(ctx, topic, ghost), pubsub.ErrGroupNotFound, "PauseGroup")
-	require.ErrorIs(t, a.ResumeGroup(ctx, topic, ghost), pubsub.ErrGroupNotFound, "ResumeGroup")
-	require.ErrorIs(t, a.DeleteGroup(ctx, topic, ghost), pubsub.ErrGroupNotFound, "DeleteGroup")
+	mp := &backend.MessageParams{Topic: topic, Group: ghost, ID: id}
+	require.ErrorIs(t, a.PauseGroup(ctx, topic, ghost), backend.ErrGroupNotFound, "PauseGroup")
+	require.ErrorIs(t, a.ResumeGroup(ctx, topic, ghost), backend.ErrGroupNotFound, "ResumeGroup")
+	require.ErrorIs(t, a.DeleteGroup(ctx, topic, ghost), backend.ErrGroupNotFound, "DeleteGroup")
 	_, err = a.Message(ctx, mp)
-	require.ErrorIs(t, err, pubsub.ErrGroupNotFound, "Message")
-	require.ErrorIs(t, a.DeleteMessage(ctx, mp), pubsub.ErrGroupNotFound, "DeleteMessage")
-	require.ErrorIs(t, a.RunMessage(ctx, mp), pubsub.ErrGroupNotFound, "RunMessage")
-	for _, st := range pubsub.States {
-		_, err = a.Messages(ctx, &pubsub.MessagesParams{Topic: topic, Group: ghost, State: st})
-		require.ErrorIs(t, err, pubsub.ErrGroupNotFound, "Messages %s", st)
+	require.ErrorIs(t, err, backend.ErrGroupNotFound, "Message")
+	require.ErrorIs(t, a.DeleteMessage(ctx, mp), backend.ErrGroupNotFound, "DeleteMessage")
+	require.ErrorIs(t, a.RunMessage(ctx, mp), backend.ErrGroupNotFound, "RunMessage")
+	for _, st := range backend.States {
+		_, err = a.Messages(ctx, &backend.MessagesParams{Topic: topic, Group: ghost, State: st})
+		require.ErrorIs(t, err, backend.ErrGroupNotFound, "Messages %s", st)
 	}
 
 	require.Equal(t, []string{"known"}, groupNames(listGroups(t, a, topic)), "a failed call registered a group")

@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -18,8 +19,8 @@ func testMessageOps(t *testing.T, f Factory) {
 }
 
 // namedMessage is a message whose payload is its name, published with delay.
-func namedMessage(name string, delay time.Duration) pubsub.OutMessage {
-	return pubsub.OutMessage{Envelope: pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte(name)}, Delay: delay}
+func namedMessage(name string, delay time.Duration) backend.OutMessage {
+	return backend.OutMessage{Envelope: backend.Envelope{UUID: watermill.NewUUID(), Payload: []byte(name)}, Delay: delay}
 }
 
 // deadLetterOne claims the group's only ready message and dead-letters it with reason.
@@ -54,38 +55,38 @@ func messageDelete(t *testing.T, h Harness) {
 	delayed := publishNamed("delayed", time.Hour)
 	ready := publishNamed("ready", 0)
 	publishNamed("kept", 0)
-	doomed := map[pubsub.MessageState]string{
-		pubsub.StatePending: pending, pubsub.StateDead: dead, pubsub.StateDelayed: delayed, pubsub.StateReady: ready,
+	doomed := map[backend.MessageState]string{
+		backend.StatePending: pending, backend.StateDead: dead, backend.StateDelayed: delayed, backend.StateReady: ready,
 	}
 	for st, id := range doomed {
 		require.Equal(t, st, showMessage(t, a, topic, trimmed, id).State)
-		require.NoError(t, a.DeleteMessage(ctx, &pubsub.MessageParams{Topic: topic, Group: trimmed, ID: id}), "DeleteMessage of the %s message", st)
+		require.NoError(t, a.DeleteMessage(ctx, &backend.MessageParams{Topic: topic, Group: trimmed, ID: id}), "DeleteMessage of the %s message", st)
 	}
 	for st, id := range doomed {
-		p := &pubsub.MessageParams{Topic: topic, Group: trimmed, ID: id}
+		p := &backend.MessageParams{Topic: topic, Group: trimmed, ID: id}
 		_, err := a.Message(ctx, p)
-		require.ErrorIs(t, err, pubsub.ErrMessageNotFound, "Message of the deleted %s message", st)
-		require.ErrorIs(t, a.DeleteMessage(ctx, p), pubsub.ErrMessageNotFound, "DeleteMessage again of the %s message", st)
-		require.ErrorIs(t, a.RunMessage(ctx, p), pubsub.ErrMessageNotFound, "RunMessage of the deleted %s message", st)
+		require.ErrorIs(t, err, backend.ErrMessageNotFound, "Message of the deleted %s message", st)
+		require.ErrorIs(t, a.DeleteMessage(ctx, p), backend.ErrMessageNotFound, "DeleteMessage again of the %s message", st)
+		require.ErrorIs(t, a.RunMessage(ctx, p), backend.ErrMessageNotFound, "RunMessage of the deleted %s message", st)
 	}
-	for _, st := range pubsub.States {
-		ms, _ := listAll(t, a, pubsub.MessagesParams{Topic: topic, Group: trimmed, State: st})
+	for _, st := range backend.States {
+		ms, _ := listAll(t, a, backend.MessagesParams{Topic: topic, Group: trimmed, State: st})
 		for _, id := range doomed {
 			require.NotContains(t, messageIDs(ms), id, "a deleted message is listed as %s", st)
 		}
 	}
 
 	// The holder's late calls change nothing.
-	_, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: trimmed, Consumer: "holder", Items: held(holder)})
+	_, err := h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: trimmed, Consumer: "holder", Items: held(holder)})
 	require.NoError(t, err, "the holder's ack of a deleted message")
-	lost, err := h.Backend.Extend(ctx, &pubsub.ExtendParams{Topic: topic, Group: trimmed, Consumer: "holder", Items: held(holder), Lease: time.Minute})
+	lost, err := h.Backend.Extend(ctx, &backend.ExtendParams{Topic: topic, Group: trimmed, Consumer: "holder", Items: held(holder), Lease: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, []string{pending}, lost, "the holder still holds a deleted message")
-	n, err := h.Backend.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: trimmed, IDs: []string{dead}})
+	n, err := h.Backend.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: trimmed, IDs: []string{dead}})
 	require.NoError(t, err)
 	require.Zero(t, n, "a deleted dead letter was requeued")
-	_, err = a.Message(ctx, &pubsub.MessageParams{Topic: topic, Group: trimmed, ID: pending})
-	require.ErrorIs(t, err, pubsub.ErrMessageNotFound, "the holder's calls brought a deleted message back")
+	_, err = a.Message(ctx, &backend.MessageParams{Topic: topic, Group: trimmed, ID: pending})
+	require.ErrorIs(t, err, backend.ErrMessageNotFound, "the holder's calls brought a deleted message back")
 
 	// trimmed receives only "kept", also after the deleted lease would have run out.
 	r := &recorder{}
@@ -97,7 +98,7 @@ func messageDelete(t *testing.T, h Harness) {
 	requireSettled(t, h, topic, trimmed, 0)
 
 	// whole receives every message, intact: a delete in one group frees no body another needs.
-	require.NoError(t, a.RunMessage(ctx, &pubsub.MessageParams{Topic: topic, Group: whole, ID: delayed}))
+	require.NoError(t, a.RunMessage(ctx, &backend.MessageParams{Topic: topic, Group: whole, ID: delayed}))
 	rw := &recorder{}
 	consume(subscribe(t, newSubscriber(t, h, pubsub.SubscriberConfig{Group: whole}), topic), rw, 0, 1, nil)
 	all := make([]string, 0, len(names))
@@ -132,21 +133,21 @@ func messageRun(t *testing.T, h Harness) {
 	deadLetterOne(t, h, topic, group, "test")
 	retry := publishNamed("retry", 0)
 	d := claimN(t, h, topic, group, "c", 1, time.Minute)[0]
-	_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour}}})
+	_, err := h.Backend.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "c",
+		Items: []backend.NackItem{{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour}}})
 	require.NoError(t, err)
 	delayed := publishNamed("delayed", time.Hour)
 	ready := publishNamed("ready", 0)
 	require.Equal(t, counts{Ready: 1, Delayed: 2, Pending: 1, Dead: 1}, countsOf(stats(t, h, topic, group)))
 
 	for name, id := range map[string]string{"ready": ready, "pending": pending, "dead": dead} {
-		require.ErrorIs(t, a.RunMessage(ctx, &pubsub.MessageParams{Topic: topic, Group: group, ID: id}), pubsub.ErrNotDelayed, "RunMessage of the %s message", name)
+		require.ErrorIs(t, a.RunMessage(ctx, &backend.MessageParams{Topic: topic, Group: group, ID: id}), backend.ErrNotDelayed, "RunMessage of the %s message", name)
 	}
 	for _, id := range []string{delayed, retry} {
-		p := &pubsub.MessageParams{Topic: topic, Group: group, ID: id}
+		p := &backend.MessageParams{Topic: topic, Group: group, ID: id}
 		require.NoError(t, a.RunMessage(ctx, p))
-		require.Equal(t, pubsub.StateReady, showMessage(t, a, topic, group, id).State, "a delayed message after RunMessage")
-		require.ErrorIs(t, a.RunMessage(ctx, p), pubsub.ErrNotDelayed, "RunMessage again")
+		require.Equal(t, backend.StateReady, showMessage(t, a, topic, group, id).State, "a delayed message after RunMessage")
+		require.ErrorIs(t, a.RunMessage(ctx, p), backend.ErrNotDelayed, "RunMessage again")
 	}
 	require.Equal(t, counts{Ready: 3, Pending: 1, Dead: 1}, countsOf(stats(t, h, topic, group)))
 
@@ -172,32 +173,32 @@ func messageDeadLetters(t *testing.T, h Harness) {
 		ids[i] = d.ID
 		deadLetter(t, h, topic, group, d, "test")
 	}
-	dls, err := a.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: topic, Group: group, Count: 10})
+	dls, err := a.DeadLetters(ctx, &backend.DeadLettersParams{Topic: topic, Group: group, Count: 10})
 	require.NoError(t, err)
 	listedDL := make([]string, len(dls))
 	for i, dl := range dls {
 		listedDL[i] = dl.ID
 	}
 	require.Equal(t, ids, listedDL, "Admin.DeadLetters")
-	ms, _ := listAll(t, a, pubsub.MessagesParams{Topic: topic, Group: group, State: pubsub.StateDead})
+	ms, _ := listAll(t, a, backend.MessagesParams{Topic: topic, Group: group, State: backend.StateDead})
 	require.Equal(t, ids, messageIDs(ms), "Admin.Messages of the dead letters")
 
-	n, err := a.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: group, IDs: []string{ids[1]}})
+	n, err := a.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: group, IDs: []string{ids[1]}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	m := showMessage(t, a, topic, group, ids[1])
-	require.Equal(t, pubsub.StateReady, m.State)
+	require.Equal(t, backend.StateReady, m.State)
 	require.Zero(t, m.Attempts, "requeue did not reset the attempts")
 
-	n, err = a.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, Limit: 1})
+	n, err = a.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	_, err = a.Message(ctx, &pubsub.MessageParams{Topic: topic, Group: group, ID: ids[0]})
-	require.ErrorIs(t, err, pubsub.ErrMessageNotFound, "the oldest dead letter after its purge")
-	n, err = a.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group})
+	_, err = a.Message(ctx, &backend.MessageParams{Topic: topic, Group: group, ID: ids[0]})
+	require.ErrorIs(t, err, backend.ErrMessageNotFound, "the oldest dead letter after its purge")
+	n, err = a.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	ms, _ = listAll(t, a, pubsub.MessagesParams{Topic: topic, Group: group, State: pubsub.StateDead})
+	ms, _ = listAll(t, a, backend.MessagesParams{Topic: topic, Group: group, State: backend.StateDead})
 	require.Empty(t, ms)
 	require.Equal(t, counts{Ready: 1}, countsOf(stats(t, h, topic, group)))
 

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 // need skips the test for want of what reason names, or fails it when the Harness declares
@@ -28,27 +27,27 @@ func need(t *testing.T, h Harness, ok bool, reason string) {
 	t.Skip(reason)
 }
 
-// adminOf returns the Harness's Admin, or the Backend when it implements pubsub.Admin.
-func adminOf(t *testing.T, h Harness) pubsub.Admin {
+// adminOf returns the Harness's Admin, or the Backend when it implements backend.Admin.
+func adminOf(t *testing.T, h Harness) backend.Admin {
 	t.Helper()
 	a := h.Admin
 	if a == nil {
-		a, _ = h.Backend.(pubsub.Admin)
+		a, _ = h.Backend.(backend.Admin)
 	}
-	need(t, h, a != nil, "the backend implements no pubsub.Admin and the Harness gives none")
+	need(t, h, a != nil, "the backend implements no backend.Admin and the Harness gives none")
 	return a
 }
 
-// ephemeralOf returns the Backend as pubsub.Ephemeral.
-func ephemeralOf(t *testing.T, h Harness) pubsub.Ephemeral {
+// ephemeralOf returns the Backend as backend.Ephemeral.
+func ephemeralOf(t *testing.T, h Harness) backend.Ephemeral {
 	t.Helper()
-	e, ok := h.Backend.(pubsub.Ephemeral)
-	need(t, h, ok, "the backend implements no pubsub.Ephemeral")
+	e, ok := h.Backend.(backend.Ephemeral)
+	need(t, h, ok, "the backend implements no backend.Ephemeral")
 	return e
 }
 
 // peerOf returns another Backend on the test's namespace, as another process has.
-func peerOf(t *testing.T, h Harness) pubsub.Backend {
+func peerOf(t *testing.T, h Harness) backend.Backend {
 	t.Helper()
 	need(t, h, h.Peer != nil, "the Harness gives no Peer to stand in for another process")
 	b, err := h.Peer()
@@ -102,10 +101,10 @@ func requireNoKeys(t *testing.T, h Harness, topic, why string) {
 
 // requireTopicGone checks that the Admin knows topic no more: Topic fails with
 // ErrTopicNotFound and ListTopics leaves it out.
-func requireTopicGone(t *testing.T, a pubsub.Admin, topic string) {
+func requireTopicGone(t *testing.T, a backend.Admin, topic string) {
 	t.Helper()
 	_, err := a.Topic(context.Background(), topic)
-	require.ErrorIs(t, err, pubsub.ErrTopicNotFound, "topic %q", topic)
+	require.ErrorIs(t, err, backend.ErrTopicNotFound, "topic %q", topic)
 	topics, err := a.ListTopics(context.Background())
 	require.NoError(t, err)
 	for _, ti := range topics {
@@ -114,7 +113,7 @@ func requireTopicGone(t *testing.T, a pubsub.Admin, topic string) {
 }
 
 // groupNames returns the names of groups, in their order.
-func groupNames(groups []pubsub.GroupInfo) []string {
+func groupNames(groups []backend.GroupInfo) []string {
 	names := make([]string, len(groups))
 	for i, g := range groups {
 		names[i] = g.Name
@@ -122,7 +121,7 @@ func groupNames(groups []pubsub.GroupInfo) []string {
 	return names
 }
 
-func listGroups(t *testing.T, a pubsub.Admin, topic string) []pubsub.GroupInfo {
+func listGroups(t *testing.T, a backend.Admin, topic string) []backend.GroupInfo {
 	t.Helper()
 	groups, err := a.ListGroups(context.Background(), topic)
 	require.NoError(t, err)
@@ -130,14 +129,14 @@ func listGroups(t *testing.T, a pubsub.Admin, topic string) []pubsub.GroupInfo {
 }
 
 // topicInfo returns Admin.Topic with an empty group list as nil, so infos compare.
-func topicInfo(t *testing.T, a pubsub.Admin, topic string) pubsub.TopicInfo {
+func topicInfo(t *testing.T, a backend.Admin, topic string) backend.TopicInfo {
 	t.Helper()
 	ti, err := a.Topic(context.Background(), topic)
 	require.NoError(t, err)
 	return normalTopic(ti)
 }
 
-func normalTopic(ti pubsub.TopicInfo) pubsub.TopicInfo {
+func normalTopic(ti backend.TopicInfo) backend.TopicInfo {
 	if len(ti.Groups) == 0 {
 		ti.Groups = nil
 	}
@@ -145,9 +144,9 @@ func normalTopic(ti pubsub.TopicInfo) pubsub.TopicInfo {
 }
 
 // showMessage returns Admin.Message of one message of a group.
-func showMessage(t *testing.T, a pubsub.Admin, topic, group, id string) pubsub.MessageInfo {
+func showMessage(t *testing.T, a backend.Admin, topic, group, id string) backend.MessageInfo {
 	t.Helper()
-	m, err := a.Message(context.Background(), &pubsub.MessageParams{Topic: topic, Group: group, ID: id})
+	m, err := a.Message(context.Background(), &backend.MessageParams{Topic: topic, Group: group, ID: id})
 	require.NoError(t, err, "message %s of group %q", id, group)
 	require.Equal(t, id, m.ID)
 	require.Equal(t, topic, m.Topic)
@@ -157,7 +156,7 @@ func showMessage(t *testing.T, a pubsub.Admin, topic, group, id string) pubsub.M
 
 // listAll pages through Admin.Messages from the first page and returns every message and
 // how many pages it took. No ID may be listed twice, no page may hold more than p.Count.
-func listAll(t *testing.T, a pubsub.Admin, p pubsub.MessagesParams) ([]pubsub.MessageInfo, int) {
+func listAll(t *testing.T, a backend.Admin, p backend.MessagesParams) ([]backend.MessageInfo, int) {
 	t.Helper()
 	const maxPages = 1000
 	count := p.Count
@@ -165,7 +164,7 @@ func listAll(t *testing.T, a pubsub.Admin, p pubsub.MessagesParams) ([]pubsub.Me
 		count = 100
 	}
 	p.Cursor = ""
-	var all []pubsub.MessageInfo
+	var all []backend.MessageInfo
 	seen := map[string]bool{}
 	for pages := 1; ; pages++ {
 		require.LessOrEqual(t, pages, maxPages, "Messages gave no last page in %d pages", maxPages)
@@ -187,7 +186,7 @@ func listAll(t *testing.T, a pubsub.Admin, p pubsub.MessagesParams) ([]pubsub.Me
 	}
 }
 
-func messageIDs(ms []pubsub.MessageInfo) []string {
+func messageIDs(ms []backend.MessageInfo) []string {
 	ids := make([]string, len(ms))
 	for i, m := range ms {
 		ids[i] = m.ID
@@ -197,7 +196,7 @@ func messageIDs(ms []pubsub.MessageInfo) []string {
 
 // clearErrors are the errors a call racing a delete may fail with: relq's own, never a raw
 // script error.
-var clearErrors = []error{pubsub.ErrTopicNotFound, pubsub.ErrGroupNotFound, pubsub.ErrGroupDeleted}
+var clearErrors = []error{backend.ErrTopicNotFound, backend.ErrGroupNotFound, backend.ErrGroupDeleted}
 
 func isClearError(err error) bool {
 	for _, e := range clearErrors {
@@ -240,11 +239,11 @@ func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
 // groupState is what a delete elsewhere must leave alone in a group's Stats.
 type groupState struct {
 	counts   counts
-	counters pubsub.Counters
+	counters backend.Counters
 	paused   bool
 }
 
-func stateOf(s pubsub.Stats) groupState {
+func stateOf(s backend.Stats) groupState {
 	return groupState{counts: countsOf(s), counters: s.Counters, paused: s.Paused}
 }
 
@@ -254,7 +253,7 @@ func requireSteadyState(t *testing.T, h Harness, topic, group string) groupState
 	t.Helper()
 	var last groupState
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		s, err := h.Backend.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: group})
+		s, err := h.Backend.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: group})
 		if !assert.NoError(c, err) {
 			return
 		}

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 func testMessages(t *testing.T, f Factory) {
@@ -34,9 +33,9 @@ const pagedTotal, pageCount = 7, 2
 var pagedOrder = []int{3, 0, 6, 2, 5, 1, 4}
 
 // listPaged lists the group's messages in state pageCount at a time and returns their IDs.
-func listPaged(t *testing.T, a pubsub.Admin, topic, group string, state pubsub.MessageState) ([]string, []pubsub.MessageInfo) {
+func listPaged(t *testing.T, a backend.Admin, topic, group string, state backend.MessageState) ([]string, []backend.MessageInfo) {
 	t.Helper()
-	ms, pages := listAll(t, a, pubsub.MessagesParams{Topic: topic, Group: group, State: state, Count: pageCount})
+	ms, pages := listAll(t, a, backend.MessagesParams{Topic: topic, Group: group, State: state, Count: pageCount})
 	require.GreaterOrEqual(t, pages, (pagedTotal+pageCount-1)/pageCount, "%d %s messages in pages of %d", len(ms), state, pageCount)
 	return messageIDs(ms), ms
 }
@@ -56,7 +55,7 @@ func messagesReady(t *testing.T, h Harness) {
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
 	ids := publishDirect(t, h, topic, pagedTotal)
-	listed, _ := listPaged(t, a, topic, group, pubsub.StateReady)
+	listed, _ := listPaged(t, a, topic, group, backend.StateReady)
 	require.ElementsMatch(t, ids, listed)
 
 	claimed := make([]string, 0, pagedTotal)
@@ -64,7 +63,7 @@ func messagesReady(t *testing.T, h Harness) {
 		claimed = append(claimed, claimN(t, h, topic, group, "c", 1, time.Minute)[0].ID)
 	}
 	require.Equal(t, claimed, listed, "ready messages not listed in the order claims take them")
-	ms, _ := listAll(t, a, pubsub.MessagesParams{Topic: topic, Group: group, State: pubsub.StateReady, Count: pageCount})
+	ms, _ := listAll(t, a, backend.MessagesParams{Topic: topic, Group: group, State: backend.StateReady, Count: pageCount})
 	require.Empty(t, ms, "claimed messages still listed as ready")
 }
 
@@ -73,20 +72,20 @@ func messagesDelayed(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
-	out := make([]pubsub.OutMessage, pagedTotal)
+	out := make([]backend.OutMessage, pagedTotal)
 	for i := range out {
-		out[i] = pubsub.OutMessage{
-			Envelope: pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte(strconv.Itoa(i))},
+		out[i] = backend.OutMessage{
+			Envelope: backend.Envelope{UUID: watermill.NewUUID(), Payload: []byte(strconv.Itoa(i))},
 			Delay:    time.Hour + time.Duration(pagedOrder[i])*time.Minute,
 		}
 	}
 	start := time.Now()
-	res, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: out})
+	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: out})
 	ids := res.IDs
 	require.NoError(t, err)
 	end := time.Now()
 
-	listed, ms := listPaged(t, a, topic, group, pubsub.StateDelayed)
+	listed, ms := listPaged(t, a, topic, group, backend.StateDelayed)
 	require.Equal(t, byRank(ids), listed, "delayed messages not listed in due order")
 	for i, m := range ms {
 		delay := time.Hour + time.Duration(i)*time.Minute
@@ -107,7 +106,7 @@ func messagesPending(t *testing.T, h Harness) {
 		ids[i] = claimN(t, h, topic, group, "holder-"+strconv.Itoa(i), 1, lease)[0].ID
 	}
 
-	listed, ms := listPaged(t, a, topic, group, pubsub.StatePending)
+	listed, ms := listPaged(t, a, topic, group, backend.StatePending)
 	elapsed := time.Since(start)
 	require.Equal(t, byRank(ids), listed, "pending messages not listed in lease expiry order")
 	for _, m := range ms {
@@ -138,7 +137,7 @@ func messagesDead(t *testing.T, h Harness) {
 		time.Sleep(2 * time.Millisecond)
 	}
 
-	listed, ms := listPaged(t, a, topic, group, pubsub.StateDead)
+	listed, ms := listPaged(t, a, topic, group, backend.StateDead)
 	require.Equal(t, byRank(ids), listed, "dead letters not listed in the order they died")
 	for i, m := range ms {
 		require.Equal(t, "reason of "+m.ID, m.Reason)
@@ -154,10 +153,10 @@ func messagesBadCursor(t *testing.T, h Harness) {
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 3)
-	for _, st := range pubsub.States {
+	for _, st := range backend.States {
 		for _, cursor := range []string{"not-a-cursor", "\x00\xff"} {
-			_, err := a.Messages(context.Background(), &pubsub.MessagesParams{Topic: topic, Group: group, State: st, Cursor: cursor})
-			require.ErrorIs(t, err, pubsub.ErrBadCursor, "state %s, cursor %q", st, cursor)
+			_, err := a.Messages(context.Background(), &backend.MessagesParams{Topic: topic, Group: group, State: st, Cursor: cursor})
+			require.ErrorIs(t, err, backend.ErrBadCursor, "state %s, cursor %q", st, cursor)
 		}
 	}
 }

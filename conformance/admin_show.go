@@ -6,9 +6,8 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 // timeSlack absorbs the rounding of times the Redis clock set (whole ms) and read back, when
@@ -23,28 +22,28 @@ func messageShows(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
-	envelope := func(name string) pubsub.Envelope {
-		return pubsub.Envelope{UUID: watermill.NewUUID(), Metadata: map[string]string{"name": name}, Payload: []byte(name)}
+	envelope := func(name string) backend.Envelope {
+		return backend.Envelope{UUID: watermill.NewUUID(), Metadata: map[string]string{"name": name}, Payload: []byte(name)}
 	}
 	// Each message is published alone and, where it must leave ready, claimed at once: the
 	// claim takes the only ready message.
 	pendingEnv := envelope("pending")
-	pending := publishOne(t, h, topic, pubsub.OutMessage{Envelope: pendingEnv})
+	pending := publishOne(t, h, topic, backend.OutMessage{Envelope: pendingEnv})
 	claimStart := time.Now()
 	claimN(t, h, topic, group, "holder", 1, time.Minute)
 	claimEnd := time.Now()
 
 	retryEnv := envelope("retry")
-	retry := publishOne(t, h, topic, pubsub.OutMessage{Envelope: retryEnv})
+	retry := publishOne(t, h, topic, backend.OutMessage{Envelope: retryEnv})
 	d := claimN(t, h, topic, group, "c", 1, time.Minute)[0]
 	nackStart := time.Now()
-	_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour}}})
+	_, err := h.Backend.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "c",
+		Items: []backend.NackItem{{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour}}})
 	require.NoError(t, err)
 	nackEnd := time.Now()
 
 	deadEnv := envelope("dead")
-	dead := publishOne(t, h, topic, pubsub.OutMessage{Envelope: deadEnv})
+	dead := publishOne(t, h, topic, backend.OutMessage{Envelope: deadEnv})
 	d = claimN(t, h, topic, group, "c", 1, time.Minute)[0]
 	deadStart := time.Now()
 	deadLetter(t, h, topic, group, d, "cannot parse: line 3")
@@ -53,19 +52,19 @@ func messageShows(t *testing.T, h Harness) {
 	// Claimed last, so that no claim above could take it back once its lease ran out.
 	const expiringLease = 100 * time.Millisecond
 	expiredEnv := envelope("expired")
-	expired := publishOne(t, h, topic, pubsub.OutMessage{Envelope: expiredEnv})
+	expired := publishOne(t, h, topic, backend.OutMessage{Envelope: expiredEnv})
 	claimN(t, h, topic, group, "gone", 1, expiringLease)
 	expiredEnd := time.Now()
 
 	delayedEnv := envelope("delayed")
 	delayStart := time.Now()
-	delayed := publishOne(t, h, topic, pubsub.OutMessage{Envelope: delayedEnv, Delay: time.Hour})
+	delayed := publishOne(t, h, topic, backend.OutMessage{Envelope: delayedEnv, Delay: time.Hour})
 	delayEnd := time.Now()
 
 	readyEnv := envelope("ready")
-	ready := publishOne(t, h, topic, pubsub.OutMessage{Envelope: readyEnv, Priority: 3})
+	ready := publishOne(t, h, topic, backend.OutMessage{Envelope: readyEnv, Priority: 3})
 
-	check := func(id string, e pubsub.Envelope, state pubsub.MessageState, attempts int) pubsub.MessageInfo {
+	check := func(id string, e backend.Envelope, state backend.MessageState, attempts int) backend.MessageInfo {
 		t.Helper()
 		m := showMessage(t, a, topic, group, id)
 		require.Equal(t, state, m.State, "state of the %s message", e.Payload)
@@ -78,30 +77,30 @@ func messageShows(t *testing.T, h Harness) {
 		return m
 	}
 
-	m := check(ready, readyEnv, pubsub.StateReady, 0)
+	m := check(ready, readyEnv, backend.StateReady, 0)
 	require.True(t, m.Due.IsZero(), "a ready message has no due time: %v", m.Due)
 	require.Empty(t, m.Consumer)
 	if h.Backend.Capabilities().Priorities {
 		require.Equal(t, 3, m.Priority)
 	}
 
-	m = check(delayed, delayedEnv, pubsub.StateDelayed, 0)
+	m = check(delayed, delayedEnv, backend.StateDelayed, 0)
 	require.WithinRange(t, m.Due, delayStart.Add(time.Hour-timeSlack), delayEnd.Add(time.Hour+timeSlack))
-	m = check(retry, retryEnv, pubsub.StateDelayed, 1)
+	m = check(retry, retryEnv, backend.StateDelayed, 1)
 	require.WithinRange(t, m.Due, nackStart.Add(time.Hour-timeSlack), nackEnd.Add(time.Hour+timeSlack))
 
-	m = check(pending, pendingEnv, pubsub.StatePending, 1)
+	m = check(pending, pendingEnv, backend.StatePending, 1)
 	require.Equal(t, "holder", m.Consumer)
 	require.LessOrEqual(t, m.LeaseLeft, time.Minute+clockSlack)
 	require.Greater(t, m.LeaseLeft, time.Minute-time.Since(claimStart)-timeSlack)
 	require.WithinRange(t, m.Since, claimStart.Add(-timeSlack), claimEnd.Add(timeSlack))
 
 	sleepUntil(expiredEnd.Add(expiringLease + 50*time.Millisecond))
-	m = check(expired, expiredEnv, pubsub.StatePending, 1)
+	m = check(expired, expiredEnv, backend.StatePending, 1)
 	require.Equal(t, "gone", m.Consumer)
 	require.Negative(t, m.LeaseLeft, "the lease of %q ran out %v ago", m.Consumer, time.Since(expiredEnd)-expiringLease)
 
-	m = check(dead, deadEnv, pubsub.StateDead, 1)
+	m = check(dead, deadEnv, backend.StateDead, 1)
 	require.Equal(t, "cannot parse: line 3", m.Reason)
 	require.WithinRange(t, m.DeadAt, deadStart.Add(-timeSlack), deadEnd.Add(timeSlack))
 }
@@ -115,15 +114,15 @@ func messageNotFound(t *testing.T, h Harness) {
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 2)
 	d := claimN(t, h, topic, group, "c", 1, time.Minute)[0]
-	_, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "c", Items: held(d)})
+	_, err := h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "c", Items: held(d)})
 	require.NoError(t, err)
 
 	for _, id := range []string{d.ID, "999999999", "no-such-id"} {
-		p := &pubsub.MessageParams{Topic: topic, Group: group, ID: id}
+		p := &backend.MessageParams{Topic: topic, Group: group, ID: id}
 		_, err := a.Message(ctx, p)
-		require.ErrorIs(t, err, pubsub.ErrMessageNotFound, "Message %q", id)
-		require.ErrorIs(t, a.DeleteMessage(ctx, p), pubsub.ErrMessageNotFound, "DeleteMessage %q", id)
-		require.ErrorIs(t, a.RunMessage(ctx, p), pubsub.ErrMessageNotFound, "RunMessage %q", id)
+		require.ErrorIs(t, err, backend.ErrMessageNotFound, "Message %q", id)
+		require.ErrorIs(t, a.DeleteMessage(ctx, p), backend.ErrMessageNotFound, "DeleteMessage %q", id)
+		require.ErrorIs(t, a.RunMessage(ctx, p), backend.ErrMessageNotFound, "RunMessage %q", id)
 	}
 	require.Equal(t, counts{Ready: 1}, countsOf(stats(t, h, topic, group)), "a call on a message not held changed the group")
 }
@@ -138,9 +137,9 @@ func messageOfLaterGroup(t *testing.T, h Harness) {
 	id := publishDirect(t, h, topic, 1)[0]
 	ensureGroup(t, h, topic, "later")
 
-	p := &pubsub.MessageParams{Topic: topic, Group: "later", ID: id}
+	p := &backend.MessageParams{Topic: topic, Group: "later", ID: id}
 	_, err := a.Message(ctx, p)
-	require.ErrorIs(t, err, pubsub.ErrMessageNotFound)
-	require.ErrorIs(t, a.DeleteMessage(ctx, p), pubsub.ErrMessageNotFound)
-	require.Equal(t, pubsub.StateReady, showMessage(t, a, topic, "first", id).State)
+	require.ErrorIs(t, err, backend.ErrMessageNotFound)
+	require.ErrorIs(t, a.DeleteMessage(ctx, p), backend.ErrMessageNotFound)
+	require.Equal(t, backend.StateReady, showMessage(t, a, topic, "first", id).State)
 }

@@ -6,17 +6,16 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
-// The backlog rule (pubsub.BacklogLimitDefault): what is published to a topic with no group
+// The backlog rule (backend.BacklogLimitDefault): what is published to a topic with no group
 // waits in the topic's backlog, bounded in size and in age, for the first group registered.
 func testBacklog(t *testing.T, f Factory) {
 	run(t, f, "FirstGroupTakesIt", Options{}, backlogFirstGroup)
 	run(t, f, "Bounded", Options{BacklogLimit: backlogLimit}, backlogBounded)
-	run(t, f, "Refused", Options{BacklogLimit: backlogLimit, BacklogFull: pubsub.BacklogRefuse}, backlogRefused)
+	run(t, f, "Refused", Options{BacklogLimit: backlogLimit, BacklogFull: backend.BacklogRefuse}, backlogRefused)
 	run(t, f, "Expires", Options{BacklogTTL: backlogTTL}, backlogExpires)
 }
 
@@ -32,9 +31,9 @@ func backlogFirstGroup(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic := topicName()
 	ids := publishDirect(t, h, topic, 3)
-	publishOne(t, h, topic, pubsub.OutMessage{Envelope: pubsub.Envelope{UUID: watermill.NewUUID()}, Delay: time.Hour})
+	publishOne(t, h, topic, backend.OutMessage{Envelope: backend.Envelope{UUID: watermill.NewUUID()}, Delay: time.Hour})
 
-	want := pubsub.TopicInfo{Name: topic, Backlog: 4}
+	want := backend.TopicInfo{Name: topic, Backlog: 4}
 	require.Equal(t, want, topicInfo(t, a, topic), "Topic with a backlog")
 	topics, err := a.ListTopics(context.Background())
 	require.NoError(t, err)
@@ -44,7 +43,7 @@ func backlogFirstGroup(t *testing.T, h Harness) {
 
 	ensureGroup(t, h, topic, "whoever")
 	require.Equal(t, counts{Ready: 3, Delayed: 1}, countsOf(stats(t, h, topic, "whoever")), "what the first group took")
-	require.Equal(t, pubsub.TopicInfo{Name: topic, Groups: []string{"whoever"}}, topicInfo(t, a, topic))
+	require.Equal(t, backend.TopicInfo{Name: topic, Groups: []string{"whoever"}}, topicInfo(t, a, topic))
 	ensureGroup(t, h, topic, "second")
 	require.Equal(t, counts{}, countsOf(stats(t, h, topic, "second")), "a second group got the backlog")
 
@@ -67,7 +66,7 @@ func backlogBounded(t *testing.T, h Harness) {
 	for range 4 {
 		ids = append(ids, publishDirect(t, h, topic, 1)...)
 	}
-	res, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(4)})
+	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(4)})
 	require.NoError(t, err)
 	require.Equal(t, int64(3), res.BacklogDropped, "a batch of 4 onto a backlog of 4 with limit %d drops 3", backlogLimit)
 	ids = append(ids, res.IDs...)
@@ -75,7 +74,7 @@ func backlogBounded(t *testing.T, h Harness) {
 	require.Equal(t, int64(backlogLimit), info.Backlog,
 		"a backlog of 8 publishes with Options.BacklogLimit %d (does the Factory pass Options.BacklogLimit to the backend?)", backlogLimit)
 	require.Equal(t, int64(3), info.BacklogDropped, "TopicInfo counts the drops")
-	res, err = h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(1)})
+	res, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(1)})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), res.BacklogDropped)
 	ids = append(ids, res.IDs...)
@@ -90,7 +89,7 @@ func backlogBounded(t *testing.T, h Harness) {
 	}
 	require.ElementsMatch(t, ids[len(ids)-backlogLimit:], claimed, "the backlog kept other than the newest")
 
-	res, err = h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(2 * backlogLimit)})
+	res, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(2 * backlogLimit)})
 	require.NoError(t, err)
 	require.Zero(t, res.BacklogDropped, "a topic with a group drops nothing")
 	require.Equal(t, counts{Ready: 2 * backlogLimit, Pending: backlogLimit}, countsOf(stats(t, h, topic, "g")))
@@ -103,15 +102,15 @@ func backlogRefused(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic := topicName()
 	ids := publishDirect(t, h, topic, backlogLimit-1)
-	_, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(2)})
-	var full *pubsub.BacklogFullError
+	_, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(2)})
+	var full *backend.BacklogFullError
 	require.ErrorAs(t, err, &full, "a batch the backlog cannot hold (does the Factory pass Options.BacklogFull?)")
-	require.ErrorIs(t, err, pubsub.ErrBacklogFull)
+	require.ErrorIs(t, err, backend.ErrBacklogFull)
 	require.Equal(t, topic, full.Topic)
 	require.Equal(t, backlogLimit, full.Limit)
 	ids = append(ids, publishDirect(t, h, topic, 1)...)
-	_, err = h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: outMessages(1)})
-	require.ErrorIs(t, err, pubsub.ErrBacklogFull, "a full backlog refuses one more")
+	_, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(1)})
+	require.ErrorIs(t, err, backend.ErrBacklogFull, "a full backlog refuses one more")
 	info := topicInfo(t, a, topic)
 	require.Equal(t, int64(backlogLimit), info.Backlog)
 	require.Zero(t, info.BacklogDropped, "a refusing backlog drops nothing")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -25,13 +26,13 @@ func deadLetterBodyMissing(t *testing.T, h Harness) {
 		t.Skip("the Harness's Faults cannot delete a body")
 	}
 	ctx := context.Background()
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	d := claimN(t, h, topic, group, "a", 1, 30*time.Second)[0]
 	require.NoError(t, del.DeleteBody(ctx, topic, d.ID))
-	_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "a",
-		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt}}})
+	_, err := h.Backend.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "a",
+		Items: []backend.NackItem{{ID: d.ID, Attempt: d.Attempt}}})
 	require.NoError(t, err)
 
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{})

@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -34,7 +35,7 @@ func closeReleasesPrefetched(t *testing.T, h Harness) {
 	require.True(t, first.Ack())
 	require.NoError(t, sub.Close())
 
-	s := stats(t, h, topic, pubsub.DefaultGroup)
+	s := stats(t, h, topic, backend.DefaultGroup)
 	require.Equal(t, counts{Ready: total - 1}, countsOf(s), "state right after Close")
 	require.Equal(t, int64(1), s.Counters.Acked, "the ack made before Close was not flushed")
 
@@ -45,7 +46,7 @@ func closeReleasesPrefetched(t *testing.T, h Harness) {
 	for _, s := range r.list() {
 		require.Equal(t, 1, s.Attempt, "released message %s counted as an attempt", s.Payload)
 	}
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }
 
 // Close while the subscriber waits to hand a message to nobody: it returns without waiting
@@ -57,7 +58,7 @@ func closeBlocked(t *testing.T, h Harness) {
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{CloseTimeout: closeTimeout, Lease: 30 * time.Second})
 	ch := subscribe(t, sub, topic)
 	publish(t, pub, topic, newMessages(3)...)
-	requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Pending: 3})
+	requireCounts(t, h, topic, backend.DefaultGroup, counts{Pending: 3})
 
 	start := time.Now()
 	require.NoError(t, sub.Close())
@@ -69,10 +70,10 @@ func closeBlocked(t *testing.T, h Harness) {
 		require.Fail(t, "the channel is still open after Close returned")
 	}
 	require.NoError(t, sub.Close(), "second Close")
-	require.Equal(t, counts{Ready: 3}, countsOf(stats(t, h, topic, pubsub.DefaultGroup)))
+	require.Equal(t, counts{Ready: 3}, countsOf(stats(t, h, topic, backend.DefaultGroup)))
 
 	_, err := sub.Subscribe(context.Background(), topic)
-	require.ErrorIs(t, err, pubsub.ErrClosed)
+	require.ErrorIs(t, err, backend.ErrClosed)
 }
 
 // Close waits for a handler that holds a message, and its late ack still counts.
@@ -92,7 +93,7 @@ func closeWaitsForHandler(t *testing.T, h Harness) {
 	}()
 	require.NoError(t, sub.Close())
 	require.GreaterOrEqual(t, time.Since(start), work-clockSlack, "Close returned before the in-flight handler finished")
-	s := stats(t, h, topic, pubsub.DefaultGroup)
+	s := stats(t, h, topic, backend.DefaultGroup)
 	require.Equal(t, counts{}, countsOf(s), "state right after Close")
 	require.Equal(t, int64(1), s.Counters.Acked)
 }
@@ -119,7 +120,7 @@ func closeTimeout(t *testing.T, h Harness) {
 	require.Equal(t, pubsub.DeliveryID(stuck), pubsub.DeliveryID(got))
 	require.Equal(t, 2, pubsub.Attempt(got))
 	require.True(t, got.Ack())
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }
 
 // Cancelling the context of Subscribe ends that subscription like Close: the channel closes
@@ -134,11 +135,11 @@ func closeContextCancel(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	msgs := newMessages(3)
 	publish(t, pub, topic, msgs...)
-	requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Pending: 3})
+	requireCounts(t, h, topic, backend.DefaultGroup, counts{Pending: 3})
 
 	cancel()
 	drained := drain(t, ch)
-	requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Ready: int64(len(msgs) - len(drained))})
+	requireCounts(t, h, topic, backend.DefaultGroup, counts{Ready: int64(len(msgs) - len(drained))})
 
 	var rest []string
 	for _, m := range msgs {
@@ -149,7 +150,7 @@ func closeContextCancel(t *testing.T, h Harness) {
 	r := &recorder{}
 	consume(subscribe(t, sub, topic), r, 0, 1, nil)
 	r.waitAll(t, rest)
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }
 
 // drain acks whatever ch still delivers until it closes, and returns the UUIDs it acked.

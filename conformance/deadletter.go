@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -37,15 +38,15 @@ func deadLetterPurgeLimit(t *testing.T, h Harness) {
 	before := deadLetters(t, h, topic, group, 0, 10)
 	require.Len(t, before, 3)
 
-	_, err := h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, Limit: -1})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
-	n, err := h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, Limit: 2})
+	_, err := h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, Limit: -1})
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
+	n, err := h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, Limit: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	after := deadLetters(t, h, topic, group, 0, 10)
 	require.Len(t, after, 1)
 	require.Equal(t, before[2].ID, after[0].ID, "the newest dead letter is left")
-	n, err = h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group})
+	n, err = h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
@@ -80,7 +81,7 @@ func deadLetterPurgeIDs(t *testing.T, h Harness) {
 	// Requeued one at a time, so that each claim takes the one asked for.
 	requeue := func(id string) {
 		t.Helper()
-		n, err := h.Backend.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: group, IDs: []string{id}})
+		n, err := h.Backend.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: group, IDs: []string{id}})
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 	}
@@ -90,19 +91,19 @@ func deadLetterPurgeIDs(t *testing.T, h Harness) {
 	requeue(delayed)
 	d := claimN(t, h, topic, group, "c", 1, time.Minute)[0]
 	require.Equal(t, delayed, d.ID)
-	_, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour}}})
+	_, err := h.Backend.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "c",
+		Items: []backend.NackItem{{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour}}})
 	require.NoError(t, err)
 	requeue(ready)
 	before := counts{Ready: 1, Delayed: 1, Pending: 1, Dead: 3}
 	require.Equal(t, before, countsOf(stats(t, h, topic, group)))
 
 	given := []string{shared.ID, doomed, ready, pending, delayed, doomed, "no-such-id"}
-	_, err = h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, IDs: given, Limit: 1})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig, "IDs with a Limit")
+	_, err = h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, IDs: given, Limit: 1})
+	require.ErrorIs(t, err, backend.ErrInvalidConfig, "IDs with a Limit")
 	require.Equal(t, before, countsOf(stats(t, h, topic, group)), "a purge that failed deleted something")
 
-	n, err := h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, IDs: given})
+	n, err := h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, IDs: given})
 	require.NoError(t, err)
 	require.Equal(t, 2, n, "the dead letters among %q", given)
 	require.Equal(t, counts{Ready: 1, Delayed: 1, Pending: 1, Dead: 1}, countsOf(stats(t, h, topic, group)))
@@ -110,24 +111,24 @@ func deadLetterPurgeIDs(t *testing.T, h Harness) {
 	require.Len(t, dls, 1)
 	require.Equal(t, kept, dls[0].ID)
 	require.Equal(t, payloads[kept], string(dls[0].Envelope.Payload))
-	n, err = h.Backend.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: topic, Group: group, IDs: given})
+	n, err = h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, IDs: given})
 	require.NoError(t, err)
 	require.Zero(t, n, "a second purge of the same IDs")
 
 	// The skipped messages are where they were, whole.
-	ack, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "holder", Items: held(holder)})
+	ack, err := h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "holder", Items: held(holder)})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.AckResult{Acked: 1}, ack, "the pending message's holder still holds it")
+	require.Equal(t, backend.AckResult{Acked: 1}, ack, "the pending message's holder still holds it")
 	got := claimN(t, h, topic, group, "c", 1, time.Minute)[0]
 	require.Equal(t, ready, got.ID)
 	require.NoError(t, got.Err)
 	require.Equal(t, payloads[ready], string(got.Envelope.Payload))
 	a := h.Admin
 	if a == nil {
-		a, _ = h.Backend.(pubsub.Admin)
+		a, _ = h.Backend.(backend.Admin)
 	}
 	if a != nil {
-		require.NoError(t, a.RunMessage(ctx, &pubsub.MessageParams{Topic: topic, Group: group, ID: delayed}), "the delayed message")
+		require.NoError(t, a.RunMessage(ctx, &backend.MessageParams{Topic: topic, Group: group, ID: delayed}), "the delayed message")
 		got = claimN(t, h, topic, group, "c", 1, time.Minute)[0]
 		require.Equal(t, delayed, got.ID)
 		require.NoError(t, got.Err)
@@ -177,7 +178,7 @@ func deadLetterMaxDeliveries(t *testing.T, h Harness) {
 
 	dls := deadLetters(t, h, topic, group, 0, 10)
 	require.Len(t, dls, 2)
-	byUUID := map[string]pubsub.DeadLetter{}
+	byUUID := map[string]backend.DeadLetter{}
 	for _, dl := range dls {
 		byUUID[dl.Envelope.UUID] = dl
 	}
@@ -194,7 +195,7 @@ func deadLetterMaxDeliveries(t *testing.T, h Harness) {
 	require.WithinRange(t, dl.DeadAt, start.Add(-time.Minute), time.Now().Add(time.Minute))
 
 	ackUUIDs.Store(requeued.UUID, true)
-	n, err := h.Backend.RequeueDeadLetters(context.Background(), &pubsub.RequeueParams{
+	n, err := h.Backend.RequeueDeadLetters(context.Background(), &backend.RequeueParams{
 		Topic: topic, Group: group, IDs: []string{dl.ID},
 	})
 	require.NoError(t, err)
@@ -203,7 +204,7 @@ func deadLetterMaxDeliveries(t *testing.T, h Harness) {
 	require.Equal(t, 1, r.of(requeued.UUID)[maxDeliveries].Attempt, "requeue did not reset the attempts")
 	requireCounts(t, h, topic, group, counts{Dead: 1})
 
-	n, err = h.Backend.PurgeDeadLetters(context.Background(), &pubsub.PurgeParams{Topic: topic, Group: group})
+	n, err = h.Backend.PurgeDeadLetters(context.Background(), &backend.PurgeParams{Topic: topic, Group: group})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	s := requireSettled(t, h, topic, group, 0)
@@ -218,13 +219,13 @@ func deadLetterMaxDeliveries(t *testing.T, h Harness) {
 // A delivery whose lease expires on its last allowed attempt goes to the dead letters, not
 // back to ready: a consumer that crashes on a poison message cannot loop forever.
 func deadLetterLeaseExpired(t *testing.T, h Harness) {
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	d := claimN(t, h, topic, group, "crashes", 1, 200*time.Millisecond)[0]
-	res := reclaimUntil(t, h, pubsub.ReclaimParams{Topic: topic, Group: group, MaxDeliveries: 1},
-		func(r pubsub.ReclaimResult) bool { return r.DeadLettered+r.Reclaimed > 0 })
-	require.Equal(t, pubsub.ReclaimResult{DeadLettered: 1}, res, "the expired delivery went back to ready")
+	res := reclaimUntil(t, h, backend.ReclaimParams{Topic: topic, Group: group, MaxDeliveries: 1},
+		func(r backend.ReclaimResult) bool { return r.DeadLettered+r.Reclaimed > 0 })
+	require.Equal(t, backend.ReclaimResult{DeadLettered: 1}, res, "the expired delivery went back to ready")
 
 	s := requireSettled(t, h, topic, group, 1)
 	require.Equal(t, int64(1), s.Counters.DeadLettered)
@@ -240,19 +241,19 @@ func deadLetterLeaseExpired(t *testing.T, h Harness) {
 func deadLetterPaged(t *testing.T, h Harness) {
 	const total = 5
 	ctx := context.Background()
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, total)
 	ds := claimN(t, h, topic, group, "c", total, 30*time.Second)
 	for i, d := range ds {
-		nr, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-			Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad-" + strconv.Itoa(i)}}})
+		nr, err := h.Backend.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "c",
+			Items: []backend.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad-" + strconv.Itoa(i)}}})
 		require.NoError(t, err)
-		require.Equal(t, pubsub.NackResult{DeadLettered: 1}, nr)
+		require.Equal(t, backend.NackResult{DeadLettered: 1}, nr)
 	}
 	requireSettled(t, h, topic, group, total)
 
-	var listed []pubsub.DeadLetter
+	var listed []backend.DeadLetter
 	for offset := 0; offset <= total; offset += 2 {
 		page := deadLetters(t, h, topic, group, offset, 2)
 		require.Len(t, page, min(2, total-offset), "page at offset %d", offset)
@@ -264,7 +265,7 @@ func deadLetterPaged(t *testing.T, h Harness) {
 		require.Equal(t, 1, dl.Attempts)
 	}
 
-	n, err := h.Backend.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: group, All: true})
+	n, err := h.Backend.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: group, All: true})
 	require.NoError(t, err)
 	require.Equal(t, total, n)
 	require.Equal(t, counts{Ready: total}, countsOf(stats(t, h, topic, group)))
@@ -272,7 +273,7 @@ func deadLetterPaged(t *testing.T, h Harness) {
 	for _, d := range again {
 		require.Equal(t, 1, d.Attempt, "requeue did not reset the attempts")
 	}
-	_, err = h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "c", Items: held(again...)})
+	_, err = h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "c", Items: held(again...)})
 	require.NoError(t, err)
 	requireSettled(t, h, topic, group, 0)
 }
@@ -283,7 +284,7 @@ func deadLetterCorrupt(t *testing.T, h Harness) {
 	if h.Faults == nil {
 		t.Skip("the Harness has no Faults to write a corrupt entry with")
 	}
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{})
 	require.NoError(t, sub.SubscribeInitialize(topic))
 	r := &recorder{}

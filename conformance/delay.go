@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -55,7 +56,7 @@ func delayCase(t *testing.T, h Harness, mark func(msg *message.Message, start ti
 	publish(t, pub, topic, msg)
 	published := time.Now()
 
-	s := stats(t, h, topic, pubsub.DefaultGroup)
+	s := stats(t, h, topic, backend.DefaultGroup)
 	if time.Since(start) < due-100*time.Millisecond { // still surely not due
 		require.Equal(t, counts{Delayed: 1}, countsOf(s), "state while the message is delayed")
 	}
@@ -67,7 +68,7 @@ func delayCase(t *testing.T, h Harness, mark func(msg *message.Message, start ti
 	t.Logf("delivered %v after it was due", arrived.Sub(published)-due)
 	require.Equal(t, 1, pubsub.Attempt(got))
 	require.True(t, got.Ack())
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }
 
 // On-time delivery (Capabilities.OnTimeDelay): an idle consumer wakes for the due time of a
@@ -114,7 +115,7 @@ func delayOnTime(t *testing.T, h Harness) {
 	lateness := make([]time.Duration, onTimeRounds)
 	for i := range onTimeRounds {
 		// Idle: the previous round's ack reached Redis, so the consumer is blocked claiming.
-		requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+		requireSettled(t, h, topic, backend.DefaultGroup, 0)
 
 		msg := newMessage(strconv.Itoa(i))
 		pubsub.SetDelay(msg, onTimeDelay)
@@ -134,7 +135,7 @@ func delayOnTime(t *testing.T, h Harness) {
 		lateness[i] = arrived.Sub(published) - onTimeDelay
 		require.True(t, got.Ack())
 	}
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 
 	sorted := slices.Clone(lateness)
 	slices.Sort(sorted)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -70,7 +71,7 @@ func deleteGroupWhileSubscribed(t *testing.T, h Harness) {
 	rKept.waitAll(t, uuids(due))
 	rOther.waitAll(t, uuids(otherMsgs))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		s, err := h.Backend.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: doomed})
+		s, err := h.Backend.Stats(ctx, &backend.StatsParams{Topic: topic, Group: doomed})
 		if assert.NoError(c, err) {
 			assert.Equal(c, int64(1), s.Delayed)
 			assert.Equal(c, int64(1), s.Dead)
@@ -84,9 +85,9 @@ func deleteGroupWhileSubscribed(t *testing.T, h Harness) {
 	close(release)
 	waitDone(t, doomedDone, "the subscription of the deleted group closing")
 	seenByDoomed := rDoomed.count()
-	require.ErrorIs(t, a.DeleteGroup(ctx, topic, doomed), pubsub.ErrGroupNotFound, "DeleteGroup again")
+	require.ErrorIs(t, a.DeleteGroup(ctx, topic, doomed), backend.ErrGroupNotFound, "DeleteGroup again")
 	require.Equal(t, []string{kept}, groupNames(listGroups(t, a, topic)))
-	require.Equal(t, pubsub.TopicInfo{Name: topic, Groups: []string{kept}}, topicInfo(t, a, topic))
+	require.Equal(t, backend.TopicInfo{Name: topic, Groups: []string{kept}}, topicInfo(t, a, topic))
 	requireNoGroupKeys(t, h, topic, doomed)
 	require.Equal(t, keptBefore, stateOf(stats(t, h, topic, kept)), "the other group of the topic changed")
 	require.Equal(t, otherBefore, stateOf(stats(t, h, other, kept)), "the group of another topic changed")
@@ -102,7 +103,7 @@ func deleteGroupWhileSubscribed(t *testing.T, h Harness) {
 	ensureGroup(t, h, topic, doomed)
 	s := stats(t, h, topic, doomed)
 	require.Equal(t, counts{}, countsOf(s), "a group registered again kept the deleted one's messages")
-	require.Equal(t, pubsub.Counters{}, s.Counters, "a group registered again kept the deleted one's counters")
+	require.Equal(t, backend.Counters{}, s.Counters, "a group registered again kept the deleted one's counters")
 	publishDirect(t, h, topic, 1)
 	require.Equal(t, counts{Ready: 1}, countsOf(stats(t, h, topic, doomed)))
 }

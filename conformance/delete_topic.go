@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -69,7 +70,7 @@ func deleteTopicWhilePublished(t *testing.T, h Harness) {
 
 	// The first group registered takes the backlog: what it holds is what the backlog held.
 	ensureGroup(t, h, topic, "inspector")
-	ms, _ := listAll(t, a, pubsub.MessagesParams{Topic: topic, Group: "inspector", State: pubsub.StateReady, Count: 100})
+	ms, _ := listAll(t, a, backend.MessagesParams{Topic: topic, Group: "inspector", State: backend.StateReady, Count: 100})
 	require.Len(t, ms, int(info.Backlog), "the backlog's size and what the first group took")
 	got := map[string]bool{}
 	for _, m := range ms {
@@ -104,7 +105,7 @@ type publishLoop struct {
 	halted   sync.Once
 }
 
-func startPublishLoop(b pubsub.Backend, topic string) *publishLoop {
+func startPublishLoop(b backend.Backend, topic string) *publishLoop {
 	l := &publishLoop{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
@@ -114,9 +115,9 @@ func startPublishLoop(b pubsub.Backend, topic string) *publishLoop {
 				return
 			case <-time.After(2 * time.Millisecond): // a steady flow, not a flood
 			}
-			env := pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte("from another process")}
+			env := backend.Envelope{UUID: watermill.NewUUID(), Payload: []byte("from another process")}
 			start := time.Now()
-			_, err := b.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env}}})
+			_, err := b.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{{Envelope: env}}})
 			l.mu.Lock()
 			l.attempts = append(l.attempts, publishAttempt{uuid: env.UUID, start: start, end: time.Now(), err: err})
 			l.mu.Unlock()

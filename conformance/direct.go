@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 // Helpers that drive a Backend directly, as a consumer that crashes or misbehaves would:
@@ -19,7 +18,7 @@ import (
 func publishDirect(t *testing.T, h Harness, topic string, n int) []string {
 	t.Helper()
 	out := outMessages(n)
-	res, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: out})
+	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: out})
 	ids := res.IDs
 	require.NoError(t, err)
 	require.Len(t, ids, n)
@@ -28,12 +27,12 @@ func publishDirect(t *testing.T, h Harness, topic string, n int) []string {
 
 // claimN claims until it holds n deliveries of the group (a claim may return fewer than
 // asked), failing the test if they do not come.
-func claimN(t *testing.T, h Harness, topic, group, consumer string, n int, lease time.Duration) []pubsub.Delivery {
+func claimN(t *testing.T, h Harness, topic, group, consumer string, n int, lease time.Duration) []backend.Delivery {
 	t.Helper()
-	var got []pubsub.Delivery
+	var got []backend.Delivery
 	deadline := time.Now().Add(waitTimeout)
 	for len(got) < n {
-		ds, err := h.Backend.Claim(context.Background(), &pubsub.ClaimParams{
+		ds, err := h.Backend.Claim(context.Background(), &backend.ClaimParams{
 			Topic: topic, Group: group, Consumer: consumer,
 			Count: n - len(got), Lease: lease, Block: shortBlock,
 		})
@@ -46,9 +45,9 @@ func claimN(t *testing.T, h Harness, topic, group, consumer string, n int, lease
 }
 
 // reclaimUntil calls Reclaim until done accepts the accumulated results.
-func reclaimUntil(t *testing.T, h Harness, p pubsub.ReclaimParams, done func(pubsub.ReclaimResult) bool) pubsub.ReclaimResult {
+func reclaimUntil(t *testing.T, h Harness, p backend.ReclaimParams, done func(backend.ReclaimResult) bool) backend.ReclaimResult {
 	t.Helper()
-	var total pubsub.ReclaimResult
+	var total backend.ReclaimResult
 	ok := poll(waitTimeout, func() bool {
 		r, err := h.Backend.Reclaim(context.Background(), &p)
 		require.NoError(t, err)
@@ -62,17 +61,17 @@ func reclaimUntil(t *testing.T, h Harness, p pubsub.ReclaimParams, done func(pub
 	return total
 }
 
-func held(ds ...pubsub.Delivery) []pubsub.Held {
-	out := make([]pubsub.Held, len(ds))
+func held(ds ...backend.Delivery) []backend.Held {
+	out := make([]backend.Held, len(ds))
 	for i, d := range ds {
-		out[i] = pubsub.Held{ID: d.ID, Attempt: d.Attempt}
+		out[i] = backend.Held{ID: d.ID, Attempt: d.Attempt}
 	}
 	return out
 }
 
-func deadLetters(t *testing.T, h Harness, topic, group string, offset, count int) []pubsub.DeadLetter {
+func deadLetters(t *testing.T, h Harness, topic, group string, offset, count int) []backend.DeadLetter {
 	t.Helper()
-	dls, err := h.Backend.DeadLetters(context.Background(), &pubsub.DeadLettersParams{
+	dls, err := h.Backend.DeadLetters(context.Background(), &backend.DeadLettersParams{
 		Topic: topic, Group: group, Offset: offset, Count: count,
 	})
 	require.NoError(t, err)
@@ -81,10 +80,10 @@ func deadLetters(t *testing.T, h Harness, topic, group string, offset, count int
 
 // deadLetter dead-letters d, held by consumer "c", with reason. One Nack call each: the
 // dead-lettered-at order of several is the order of the calls.
-func deadLetter(t *testing.T, h Harness, topic, group string, d pubsub.Delivery, reason string) {
+func deadLetter(t *testing.T, h Harness, topic, group string, d backend.Delivery, reason string) {
 	t.Helper()
-	_, err := h.Backend.Nack(context.Background(), &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c",
-		Items: []pubsub.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: reason}}})
+	_, err := h.Backend.Nack(context.Background(), &backend.NackParams{Topic: topic, Group: group, Consumer: "c",
+		Items: []backend.NackItem{{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: reason}}})
 	require.NoError(t, err)
 }
 
@@ -93,16 +92,16 @@ func deadLetter(t *testing.T, h Harness, topic, group string, d pubsub.Delivery,
 // with no group waits in the topic's backlog for the first group registered.
 func ensureGroup(t *testing.T, h Harness, topic, group string) {
 	t.Helper()
-	require.NoError(t, h.Backend.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+	require.NoError(t, h.Backend.EnsureGroup(context.Background(), &backend.EnsureGroupParams{Topic: topic, Group: group}))
 }
 
 // publishOne publishes one message with Backend.Publish and returns its delivery ID.
-func publishOne(t *testing.T, h Harness, topic string, m pubsub.OutMessage) string {
+func publishOne(t *testing.T, h Harness, topic string, m backend.OutMessage) string {
 	t.Helper()
 	if m.Envelope.UUID == "" {
 		m.Envelope.UUID = watermill.NewUUID()
 	}
-	res, err := h.Backend.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{m}})
+	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{m}})
 	ids := res.IDs
 	require.NoError(t, err)
 	require.Len(t, ids, 1)
@@ -110,10 +109,10 @@ func publishOne(t *testing.T, h Harness, topic string, m pubsub.OutMessage) stri
 }
 
 // outMessages returns n messages with fresh UUIDs, their index as payload.
-func outMessages(n int) []pubsub.OutMessage {
-	out := make([]pubsub.OutMessage, n)
+func outMessages(n int) []backend.OutMessage {
+	out := make([]backend.OutMessage, n)
 	for i := range out {
-		out[i].Envelope = pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte(strconv.Itoa(i))}
+		out[i].Envelope = backend.Envelope{UUID: watermill.NewUUID(), Payload: []byte(strconv.Itoa(i))}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -18,7 +19,7 @@ func testEphemeral(t *testing.T, f Factory) {
 	})
 	run(t, f, "ExpiredGroupGoesAtNextReclaim", Options{}, func(t *testing.T, h Harness) {
 		ephemeralExpired(t, h, 0, func(topic string) {
-			_, err := h.Backend.Reclaim(context.Background(), &pubsub.ReclaimParams{Topic: topic, Group: "durable"})
+			_, err := h.Backend.Reclaim(context.Background(), &backend.ReclaimParams{Topic: topic, Group: "durable"})
 			require.NoError(t, err)
 		})
 	})
@@ -26,14 +27,14 @@ func testEphemeral(t *testing.T, f Factory) {
 	run(t, f, "SubscriberCloseLeavesNoKey", Options{}, ephemeralSubscriberClose)
 }
 
-func join(t *testing.T, e pubsub.Ephemeral, topic, group, consumer string, ttl time.Duration) {
+func join(t *testing.T, e backend.Ephemeral, topic, group, consumer string, ttl time.Duration) {
 	t.Helper()
-	require.NoError(t, e.Join(context.Background(), &pubsub.JoinParams{Topic: topic, Group: group, Consumer: consumer, TTL: ttl}))
+	require.NoError(t, e.Join(context.Background(), &backend.JoinParams{Topic: topic, Group: group, Consumer: consumer, TTL: ttl}))
 }
 
-func leave(t *testing.T, e pubsub.Ephemeral, topic, group, consumer string) {
+func leave(t *testing.T, e backend.Ephemeral, topic, group, consumer string) {
 	t.Helper()
-	require.NoError(t, e.Leave(context.Background(), &pubsub.LeaveParams{Topic: topic, Group: group, Consumer: consumer}))
+	require.NoError(t, e.Leave(context.Background(), &backend.LeaveParams{Topic: topic, Group: group, Consumer: consumer}))
 }
 
 // An ephemeral group is listed as such, with when its membership runs out, and receives
@@ -66,9 +67,9 @@ func ephemeralJoinLeave(t *testing.T, h Harness) {
 	require.Empty(t, listGroups(t, a, topic), "the last member's Leave left the group")
 	require.Empty(t, topicKeys(t, h, topic), "the last member's Leave left keys of a topic with no other group")
 	requireTopicGone(t, a, topic)
-	_, err := h.Backend.Claim(ctx, &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: "c2", Count: 1, Lease: time.Minute})
-	require.ErrorIs(t, err, pubsub.ErrGroupLost, "a claim of an ephemeral group its members left")
-	_, err = h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "c1", Items: held(d)})
+	_, err := h.Backend.Claim(ctx, &backend.ClaimParams{Topic: topic, Group: group, Consumer: "c2", Count: 1, Lease: time.Minute})
+	require.ErrorIs(t, err, backend.ErrGroupLost, "a claim of an ephemeral group its members left")
+	_, err = h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "c1", Items: held(d)})
 	require.NoError(t, err, "a late ack of a deleted group's message")
 	require.Empty(t, topicKeys(t, h, topic), "a late ack created keys of a deleted group")
 }
@@ -78,9 +79,9 @@ func ephemeralDurable(t *testing.T, h Harness) {
 	e, a := ephemeralOf(t, h), adminOf(t, h)
 	topic := topicName()
 	ensureGroup(t, h, topic, "durable")
-	err := e.Join(context.Background(), &pubsub.JoinParams{Topic: topic, Group: "durable", Consumer: "c", TTL: time.Minute})
-	require.ErrorIs(t, err, pubsub.ErrNotEphemeral)
-	require.Equal(t, []pubsub.GroupInfo{{Topic: topic, Name: "durable"}}, listGroups(t, a, topic))
+	err := e.Join(context.Background(), &backend.JoinParams{Topic: topic, Group: "durable", Consumer: "c", TTL: time.Minute})
+	require.ErrorIs(t, err, backend.ErrNotEphemeral)
+	require.Equal(t, []backend.GroupInfo{{Topic: topic, Name: "durable"}}, listGroups(t, a, topic))
 }
 
 // A membership not renewed runs out: the group is deleted by the next publish, or Reclaim,

@@ -12,11 +12,12 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
-// Far-future delays: a delay is never cut short. Publish rejects one beyond pubsub.MaxDelay
-// with a *pubsub.DelayError and stores nothing of the batch; one of MaxDelay is held; a nack
+// Far-future delays: a delay is never cut short. Publish rejects one beyond backend.MaxDelay
+// with a *backend.DelayError and stores nothing of the batch; one of MaxDelay is held; a nack
 // delay beyond MaxDelay dead-letters the message rather than redeliver it early.
 func testFarFuture(t *testing.T, f Factory) {
 	run(t, f, "PublishBeyondMaxDelay", Options{}, farFuturePublish)
@@ -26,7 +27,7 @@ func testFarFuture(t *testing.T, f Factory) {
 
 func farFuturePublish(t *testing.T, h Harness) {
 	topic := topicName()
-	ensureGroup(t, h, topic, pubsub.DefaultGroup)
+	ensureGroup(t, h, topic, backend.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	cases := map[string]struct {
 		key  string
@@ -36,29 +37,29 @@ func farFuturePublish(t *testing.T, h Harness) {
 			m.Metadata.Set(pubsub.MetadataDelayMs, strconv.FormatInt(math.MaxInt64, 10))
 		}},
 		"ms one past MaxDelay": {pubsub.MetadataDelayMs, func(m *message.Message) {
-			m.Metadata.Set(pubsub.MetadataDelayMs, strconv.FormatInt(pubsub.MaxDelay.Milliseconds()+1, 10))
+			m.Metadata.Set(pubsub.MetadataDelayMs, strconv.FormatInt(backend.MaxDelay.Milliseconds()+1, 10))
 		}},
 		"SetDelay past MaxDelay": {pubsub.MetadataDelayMs, func(m *message.Message) {
-			pubsub.SetDelay(m, pubsub.MaxDelay+time.Millisecond)
+			pubsub.SetDelay(m, backend.MaxDelay+time.Millisecond)
 		}},
 		"Watermill until year 9999": {pubsub.WatermillDelayedUntil, func(m *message.Message) {
 			m.Metadata.Set(delay.DelayedUntilKey, "9999-12-31T23:59:59Z")
 		}},
 		"Watermill for past MaxDelay": {pubsub.WatermillDelayedFor, func(m *message.Message) {
-			m.Metadata.Set(delay.DelayedForKey, (pubsub.MaxDelay + time.Hour).String())
+			m.Metadata.Set(delay.DelayedForKey, (backend.MaxDelay + time.Hour).String())
 		}},
 	}
 	for name, c := range cases {
 		ok, far := newMessage("fine"), newMessage("far")
 		c.mark(far)
 		err := pub.Publish(topic, ok, far)
-		require.ErrorIs(t, err, pubsub.ErrDelayTooLong, name)
-		var de *pubsub.DelayError
+		require.ErrorIs(t, err, backend.ErrDelayTooLong, name)
+		var de *backend.DelayError
 		require.True(t, errors.As(err, &de), "%s: got %T %v", name, err, err)
 		require.Equal(t, far.UUID, de.UUID, name)
 		require.Equal(t, c.key, de.Key, name)
 	}
-	s := stats(t, h, topic, pubsub.DefaultGroup)
+	s := stats(t, h, topic, backend.DefaultGroup)
 	require.Equal(t, counts{}, countsOf(s), "a rejected batch stores nothing")
 	require.Zero(t, s.Counters.Published)
 }
@@ -68,19 +69,19 @@ func farFuturePublish(t *testing.T, h Harness) {
 func farFutureHeld(t *testing.T, h Harness) {
 	topic := topicName()
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
-	group := pubsub.DefaultGroup
+	group := backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 
 	set, until, forKey := newMessage("SetDelay"), newMessage("until"), newMessage("for")
-	pubsub.SetDelay(set, pubsub.MaxDelay)
-	until.Metadata.Set(delay.DelayedUntilKey, time.Now().Add(pubsub.MaxDelay-time.Hour).UTC().Format(time.RFC3339))
-	forKey.Metadata.Set(delay.DelayedForKey, pubsub.MaxDelay.String())
+	pubsub.SetDelay(set, backend.MaxDelay)
+	until.Metadata.Set(delay.DelayedUntilKey, time.Now().Add(backend.MaxDelay-time.Hour).UTC().Format(time.RFC3339))
+	forKey.Metadata.Set(delay.DelayedForKey, backend.MaxDelay.String())
 	publish(t, pub, topic, set, until, forKey)
 
-	r, err := h.Backend.Reclaim(context.Background(), &pubsub.ReclaimParams{Topic: topic, Group: group, OrphanLease: shortLease})
+	r, err := h.Backend.Reclaim(context.Background(), &backend.ReclaimParams{Topic: topic, Group: group, OrphanLease: shortLease})
 	require.NoError(t, err)
 	require.Zero(t, r.Promoted, "promoted a message due in a century")
-	ds, err := h.Backend.Claim(context.Background(), &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: "c", Count: 10, Lease: shortLease})
+	ds, err := h.Backend.Claim(context.Background(), &backend.ClaimParams{Topic: topic, Group: group, Consumer: "c", Count: 10, Lease: shortLease})
 	require.NoError(t, err)
 	require.Empty(t, ds, "claimed a message due in a century")
 	require.Equal(t, counts{Delayed: 3}, countsOf(stats(t, h, topic, group)))
@@ -99,9 +100,9 @@ func farFutureNack(t *testing.T, h Harness) {
 	publish(t, pub, topic, held)
 	got := receive(t, ch)
 	require.Equal(t, held.UUID, got.UUID)
-	pubsub.SetNackDelay(got, pubsub.MaxDelay)
+	pubsub.SetNackDelay(got, backend.MaxDelay)
 	require.True(t, got.Nack())
-	requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Delayed: 1})
+	requireCounts(t, h, topic, backend.DefaultGroup, counts{Delayed: 1})
 
 	far := newMessage("far")
 	publish(t, pub, topic, far)
@@ -109,10 +110,10 @@ func farFutureNack(t *testing.T, h Harness) {
 	require.Equal(t, far.UUID, got.UUID, "the held message came back early")
 	got.Metadata.Set(pubsub.MetadataNackDelayMs, strconv.FormatInt(math.MaxInt64, 10))
 	require.True(t, got.Nack())
-	s := requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Delayed: 1, Dead: 1})
+	s := requireCounts(t, h, topic, backend.DefaultGroup, counts{Delayed: 1, Dead: 1})
 	require.EqualValues(t, 2, s.Counters.Claimed, "a nacked message was redelivered")
 
-	dls := deadLetters(t, h, topic, pubsub.DefaultGroup, 0, 10)
+	dls := deadLetters(t, h, topic, backend.DefaultGroup, 0, 10)
 	require.Len(t, dls, 1)
 	require.Equal(t, far.UUID, dls[0].Envelope.UUID)
 	require.Contains(t, dls[0].Reason, pubsub.MetadataNackDelayMs)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -44,7 +45,7 @@ func groupsFanOut(t *testing.T, h Harness) {
 	}{{"g1", r1}, {"g2", r2}} {
 		g.r.waitAll(t, uuids(msgs))
 		s := requireSettled(t, h, topic, g.name, 0)
-		require.Equal(t, pubsub.Counters{Published: total, Claimed: total, Acked: total}, s.Counters, "group %s", g.name)
+		require.Equal(t, backend.Counters{Published: total, Claimed: total, Acked: total}, s.Counters, "group %s", g.name)
 		for id, n := range g.r.perUUID() {
 			require.Equal(t, 1, n, "group %s handled message %s %d times", g.name, id, n)
 		}

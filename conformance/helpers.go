@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -166,9 +167,9 @@ func never(t *testing.T, window time.Duration, happened func() bool, what string
 	require.False(t, happened(), what)
 }
 
-func stats(t *testing.T, h Harness, topic, group string) pubsub.Stats {
+func stats(t *testing.T, h Harness, topic, group string) backend.Stats {
 	t.Helper()
-	s, err := h.Backend.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: group})
+	s, err := h.Backend.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: group})
 	require.NoError(t, err)
 	return s
 }
@@ -176,17 +177,17 @@ func stats(t *testing.T, h Harness, topic, group string) pubsub.Stats {
 // counts is the state part of Stats that tests compare exactly.
 type counts struct{ Ready, Delayed, Pending, Dead int64 }
 
-func countsOf(s pubsub.Stats) counts {
+func countsOf(s backend.Stats) counts {
 	return counts{Ready: s.Ready, Delayed: s.Delayed, Pending: s.Pending, Dead: s.Dead}
 }
 
 // requireCounts waits until the group's state is want (acks are coalesced, so a handler's
 // Ack reaches Redis a moment later) and returns the Stats that matched.
-func requireCounts(t *testing.T, h Harness, topic, group string, want counts) pubsub.Stats {
+func requireCounts(t *testing.T, h Harness, topic, group string, want counts) backend.Stats {
 	t.Helper()
-	var last pubsub.Stats
+	var last backend.Stats
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		s, err := h.Backend.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: group})
+		s, err := h.Backend.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: group})
 		if !assert.NoError(c, err) {
 			return
 		}
@@ -198,7 +199,7 @@ func requireCounts(t *testing.T, h Harness, topic, group string, want counts) pu
 
 // requireSettled waits until nothing of the group is ready, delayed or pending, and dead
 // letters number dead.
-func requireSettled(t *testing.T, h Harness, topic, group string, dead int64) pubsub.Stats {
+func requireSettled(t *testing.T, h Harness, topic, group string, dead int64) backend.Stats {
 	t.Helper()
 	return requireCounts(t, h, topic, group, counts{Dead: dead})
 }

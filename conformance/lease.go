@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -26,13 +27,13 @@ func testLease(t *testing.T, f Factory) {
 func leaseReclaimed(t *testing.T, h Harness) {
 	const lease = 500 * time.Millisecond
 	topic := topicName()
-	ensureGroup(t, h, topic, pubsub.DefaultGroup)
+	ensureGroup(t, h, topic, backend.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	msg := newMessage("orphaned by a crash")
 	publish(t, pub, topic, msg)
 
 	claimStart := time.Now()
-	crashed := claimN(t, h, topic, pubsub.DefaultGroup, "crashed", 1, lease)[0]
+	crashed := claimN(t, h, topic, backend.DefaultGroup, "crashed", 1, lease)[0]
 	require.Equal(t, 1, crashed.Attempt)
 
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{ReclaimInterval: 100 * time.Millisecond})
@@ -43,8 +44,8 @@ func leaseReclaimed(t *testing.T, h Harness) {
 	require.Equal(t, 2, pubsub.Attempt(got))
 	require.True(t, got.Ack())
 
-	s := requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
-	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1}, s.Counters)
+	s := requireSettled(t, h, topic, backend.DefaultGroup, 0)
+	require.Equal(t, backend.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1}, s.Counters)
 }
 
 // A handler that runs twice as long as the lease keeps its message: heartbeats extend the
@@ -70,8 +71,8 @@ func leaseHeartbeat(t *testing.T, h Harness) {
 	publish(t, pub, topic, newMessage("slow"))
 
 	require.True(t, poll(waitTimeout, func() bool { return r.count() > 0 }), "message not received")
-	s := requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
-	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 1, Acked: 1}, s.Counters, "the lease was lost while the handler ran")
+	s := requireSettled(t, h, topic, backend.DefaultGroup, 0)
+	require.Equal(t, backend.Counters{Published: 1, Claimed: 1, Acked: 1}, s.Counters, "the lease was lost while the handler ran")
 	require.Equal(t, 1, r.count())
 }
 
@@ -80,7 +81,7 @@ func leaseHeartbeat(t *testing.T, h Harness) {
 // new holder's ack works.
 func leaseStaleFenced(t *testing.T, h Harness) {
 	ctx := context.Background()
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	a := staleSetup(t, h, topic)
@@ -88,47 +89,47 @@ func leaseStaleFenced(t *testing.T, h Harness) {
 	require.Equal(t, a.ID, b.ID)
 	require.Equal(t, 2, b.Attempt)
 
-	nr, err := h.Backend.Nack(ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "a",
-		Items: []pubsub.NackItem{{ID: a.ID, Attempt: a.Attempt, Reason: "a gave up"}}})
+	nr, err := h.Backend.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "a",
+		Items: []backend.NackItem{{ID: a.ID, Attempt: a.Attempt, Reason: "a gave up"}}})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.NackResult{Stale: 1}, nr)
+	require.Equal(t, backend.NackResult{Stale: 1}, nr)
 
-	lost, err := h.Backend.Extend(ctx, &pubsub.ExtendParams{Topic: topic, Group: group, Consumer: "a",
+	lost, err := h.Backend.Extend(ctx, &backend.ExtendParams{Topic: topic, Group: group, Consumer: "a",
 		Items: held(a), Lease: 30 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, []string{a.ID}, lost)
 
-	lost, err = h.Backend.Extend(ctx, &pubsub.ExtendParams{Topic: topic, Group: group, Consumer: "b",
+	lost, err = h.Backend.Extend(ctx, &backend.ExtendParams{Topic: topic, Group: group, Consumer: "b",
 		Items: held(b), Lease: 30 * time.Second})
 	require.NoError(t, err)
 	require.Empty(t, lost, "the holder's heartbeat lost the delivery")
 	require.Equal(t, counts{Pending: 1}, countsOf(stats(t, h, topic, group)), "the stale nack changed the state")
 
-	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "b", Items: held(b)})
+	ar, err := h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "b", Items: held(b)})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.AckResult{Acked: 1}, ar)
+	require.Equal(t, backend.AckResult{Acked: 1}, ar)
 	s := requireSettled(t, h, topic, group, 0)
-	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleNacks: 1}, s.Counters)
+	require.Equal(t, backend.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleNacks: 1}, s.Counters)
 }
 
 // An ack is accepted from any holder: the work is done. A stale holder's ack completes the
 // delivery (counted as stale), and acking again is a no-op.
 func leaseStaleAck(t *testing.T, h Harness) {
 	ctx := context.Background()
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	a := staleSetup(t, h, topic)
 	b := claimN(t, h, topic, group, "b", 1, 30*time.Second)[0]
 
-	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
+	ar, err := h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, ar)
+	require.Equal(t, backend.AckResult{Acked: 1, Stale: 1}, ar)
 	s := requireSettled(t, h, topic, group, 0)
 	require.Equal(t, int64(1), s.Counters.StaleAcks)
 	require.Equal(t, int64(1), s.Counters.Acked)
 
-	ar, err = h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "b", Items: held(b)})
+	ar, err = h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "b", Items: held(b)})
 	require.NoError(t, err)
 	require.Zero(t, ar.Acked, "a delivery was acked twice")
 	requireSettled(t, h, topic, group, 0)
@@ -139,16 +140,16 @@ func leaseStaleAck(t *testing.T, h Harness) {
 // backend, and no consumer is given the message again. Acking it once more changes nothing.
 func leaseLateAck(t *testing.T, h Harness) {
 	ctx := context.Background()
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	a := staleSetup(t, h, topic)
-	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
+	ar, err := h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, ar)
-	ar, err = h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
+	require.Equal(t, backend.AckResult{Acked: 1, Stale: 1}, ar)
+	ar, err = h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "a", Items: held(a)})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.AckResult{Stale: 1}, ar, "a late ack counted twice")
+	require.Equal(t, backend.AckResult{Stale: 1}, ar, "a late ack counted twice")
 
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{})
 	r := &recorder{}
@@ -164,13 +165,13 @@ func leaseLateAck(t *testing.T, h Harness) {
 
 // staleSetup claims the topic's one message as consumer "a" with a short lease and waits
 // until Reclaim returned it to ready: "a" is now a stale holder.
-func staleSetup(t *testing.T, h Harness, topic string) pubsub.Delivery {
+func staleSetup(t *testing.T, h Harness, topic string) backend.Delivery {
 	t.Helper()
-	a := claimN(t, h, topic, pubsub.DefaultGroup, "a", 1, 200*time.Millisecond)[0]
+	a := claimN(t, h, topic, backend.DefaultGroup, "a", 1, 200*time.Millisecond)[0]
 	require.Equal(t, 1, a.Attempt)
-	reclaimUntil(t, h, pubsub.ReclaimParams{Topic: topic, Group: pubsub.DefaultGroup},
-		func(r pubsub.ReclaimResult) bool { return r.Reclaimed == 1 })
-	require.Equal(t, counts{Ready: 1}, countsOf(stats(t, h, topic, pubsub.DefaultGroup)))
+	reclaimUntil(t, h, backend.ReclaimParams{Topic: topic, Group: backend.DefaultGroup},
+		func(r backend.ReclaimResult) bool { return r.Reclaimed == 1 })
+	require.Equal(t, counts{Ready: 1}, countsOf(stats(t, h, topic, backend.DefaultGroup)))
 	return a
 }
 
@@ -178,25 +179,25 @@ func staleSetup(t *testing.T, h Harness, topic string) pubsub.Delivery {
 func leaseExtend(t *testing.T, h Harness) {
 	const lease = 300 * time.Millisecond
 	ctx := context.Background()
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 	publishDirect(t, h, topic, 1)
 	claimStart := time.Now()
 	d := claimN(t, h, topic, group, "c", 1, lease)[0]
-	lost, err := h.Backend.Extend(ctx, &pubsub.ExtendParams{Topic: topic, Group: group, Consumer: "c",
+	lost, err := h.Backend.Extend(ctx, &backend.ExtendParams{Topic: topic, Group: group, Consumer: "c",
 		Items: held(d), Lease: 30 * time.Second})
 	require.NoError(t, err)
 	require.Empty(t, lost)
 
 	time.Sleep(time.Until(claimStart.Add(2 * lease)))
-	res, err := h.Backend.Reclaim(ctx, &pubsub.ReclaimParams{Topic: topic, Group: group})
+	res, err := h.Backend.Reclaim(ctx, &backend.ReclaimParams{Topic: topic, Group: group})
 	require.NoError(t, err)
 	require.Zero(t, res.Reclaimed, "an extended lease was reclaimed at its original deadline")
 	require.Equal(t, counts{Pending: 1}, countsOf(stats(t, h, topic, group)))
 
-	ar, err := h.Backend.Ack(ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "c", Items: held(d)})
+	ar, err := h.Backend.Ack(ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "c", Items: held(d)})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.AckResult{Acked: 1}, ar)
+	require.Equal(t, backend.AckResult{Acked: 1}, ar)
 	requireSettled(t, h, topic, group, 0)
 }
 
@@ -211,7 +212,7 @@ func leaseOrphan(t *testing.T, h Harness) {
 	}
 	const orphanLease = 300 * time.Millisecond
 	ctx := context.Background()
-	topic, group := topicName(), pubsub.DefaultGroup
+	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
 	published := publishDirect(t, h, topic, 1)
 	id, err := h.Faults.InjectOrphan(ctx, topic, group)
@@ -219,7 +220,7 @@ func leaseOrphan(t *testing.T, h Harness) {
 	require.Equal(t, published[0], id, "InjectOrphan did not orphan the published message")
 
 	found := time.Now()
-	res, err := h.Backend.Reclaim(ctx, &pubsub.ReclaimParams{Topic: topic, Group: group, OrphanLease: orphanLease})
+	res, err := h.Backend.Reclaim(ctx, &backend.ReclaimParams{Topic: topic, Group: group, OrphanLease: orphanLease})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Orphans, "Reclaim did not find the orphan")
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -33,8 +34,8 @@ func loadBalanceMany(t *testing.T, h Harness) {
 	}
 
 	r.waitAll(t, uuids(msgs))
-	s := requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
-	require.Equal(t, pubsub.Counters{Published: total, Claimed: total, Acked: total}, s.Counters)
+	s := requireSettled(t, h, topic, backend.DefaultGroup, 0)
+	require.Equal(t, backend.Counters{Published: total, Claimed: total, Acked: total}, s.Counters)
 
 	for id, n := range r.perUUID() {
 		require.Equal(t, 1, n, "message %s handled %d times", id, n)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -44,8 +45,8 @@ func nackDelay(t *testing.T, h Harness) {
 	require.Empty(t, again.Metadata.Get(pubsub.MetadataNackDelayMs), "the nack delay of one delivery leaked into the next")
 	require.True(t, again.Ack())
 
-	s := requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
-	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Nacked: 1}, s.Counters)
+	s := requireSettled(t, h, topic, backend.DefaultGroup, 0)
+	require.Equal(t, backend.Counters{Published: 1, Claimed: 2, Acked: 1, Nacked: 1}, s.Counters)
 }
 
 // Without SetNackDelay the subscriber's NackBackoff decides, asked with the attempt that
@@ -77,7 +78,7 @@ func nackBackoff(t *testing.T, h Harness) {
 	require.Equal(t, 3, pubsub.Attempt(msg))
 	require.True(t, msg.Ack())
 
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []int{1, 2}, asked)

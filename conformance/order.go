@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -52,7 +53,7 @@ func orderFIFO(t *testing.T, h Harness) {
 		want[i] = string(m.Payload)
 	}
 	require.Equal(t, want, got, "payloads are the publish index")
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }
 
 // orderSeed makes the random delays and priorities the same on every run, so a failure
@@ -117,7 +118,7 @@ func orderDue(t *testing.T, h Harness) {
 		t.Logf("%d deliveries came right after a message due later, %d right after one due together but published later", early, tied)
 	}
 	requireSameOrder(t, want, got, delays, "delay ms")
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }
 
 // requireSameOrder compares delivery orders of batch positions, reporting the first
@@ -214,5 +215,5 @@ func orderPriority(t *testing.T, h Harness, delay time.Duration) {
 		require.True(t, msg.Ack())
 	}
 	requireSameOrder(t, want, got, prio, "priority")
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -90,5 +91,5 @@ func outageNothingLost(t *testing.T, h Harness) {
 	want := append([]string(nil), stored...)
 	mu.Unlock()
 	r.waitAll(t, want)
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -52,7 +53,7 @@ func pauseWhileSubscribed(t *testing.T, h Harness) {
 	rPaused.waitAll(t, uuids(msgs))
 	s = requireSettled(t, h, topic, paused, 0)
 	require.False(t, s.Paused)
-	require.Equal(t, pubsub.Counters{Published: total + 1, Claimed: total + 1, Acked: total + 1}, s.Counters)
+	require.Equal(t, backend.Counters{Published: total + 1, Claimed: total + 1, Acked: total + 1}, s.Counters)
 	for id, n := range rPaused.perUUID() {
 		require.Equal(t, 1, n, "message %s delivered %d times", id, n)
 	}
@@ -70,14 +71,14 @@ func pauseClaim(t *testing.T, h Harness) {
 	require.NoError(t, a.PauseGroup(ctx, topic, group))
 
 	for _, block := range []time.Duration{0, 300 * time.Millisecond} {
-		ds, err := h.Backend.Claim(ctx, &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: "c", Count: 3, Lease: time.Minute, Block: block})
+		ds, err := h.Backend.Claim(ctx, &backend.ClaimParams{Topic: topic, Group: group, Consumer: "c", Count: 3, Lease: time.Minute, Block: block})
 		require.NoError(t, err, "a claim on a paused group (Block %v)", block)
 		require.Empty(t, ds, "a claim on a paused group (Block %v) returned messages", block)
 	}
 	// A blocking claim that a publish wakes while the group is paused takes nothing either.
-	woken := make(chan []pubsub.Delivery, 1)
+	woken := make(chan []backend.Delivery, 1)
 	go func() {
-		ds, _ := h.Backend.Claim(ctx, &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: "c", Count: 3, Lease: time.Minute, Block: time.Second})
+		ds, _ := h.Backend.Claim(ctx, &backend.ClaimParams{Topic: topic, Group: group, Consumer: "c", Count: 3, Lease: time.Minute, Block: time.Second})
 		woken <- ds
 	}()
 	publishDirect(t, h, topic, 1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -65,7 +66,7 @@ func priorityAmongDue(t *testing.T, h Harness) {
 	levels := []int{-1, 0, 0, 0, 3} // mostly the default, as a real backlog would be
 	rng := rand.New(rand.NewPCG(orderSeed, 15))
 	topic := topicName()
-	ensureGroup(t, h, topic, pubsub.DefaultGroup)
+	ensureGroup(t, h, topic, backend.DefaultGroup)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	batch := make([]priorityMessage, total, total+1)
 	for i := range batch {
@@ -76,7 +77,7 @@ func priorityAmongDue(t *testing.T, h Harness) {
 	require.Equal(t, total, want[0], "the hour-delayed message sorts first by priority")
 	want = want[1:]
 
-	requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Ready: total, Delayed: 1})
+	requireCounts(t, h, topic, backend.DefaultGroup, counts{Ready: total, Delayed: 1})
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Concurrency: 1})
 	ch := subscribe(t, sub, topic)
 	got := receiveIndexes(t, ch, total)
@@ -85,7 +86,7 @@ func priorityAmongDue(t *testing.T, h Harness) {
 		prio[i] = m.priority
 	}
 	requireSameOrder(t, want, got, prio, "priority")
-	requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Delayed: 1})
+	requireCounts(t, h, topic, backend.DefaultGroup, counts{Delayed: 1})
 }
 
 // A subscriber works through a due backlog of low-priority messages one at a time (no
@@ -123,7 +124,7 @@ func priorityOvertakesBacklog(t *testing.T, h Harness) {
 	firstAt, err := strconv.Atoi(string(first.Payload))
 	require.NoError(t, err)
 	require.Contains(t, []int{0, want[0]}, firstAt, "the first claim takes the oldest due message of the top priority due")
-	requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Ready: int64(len(batch) - 1), Pending: 1})
+	requireCounts(t, h, topic, backend.DefaultGroup, counts{Ready: int64(len(batch) - 1), Pending: 1})
 	require.True(t, first.Ack())
 
 	got := []int{firstAt}
@@ -143,7 +144,7 @@ func priorityOvertakesBacklog(t *testing.T, h Harness) {
 	}
 	want = append([]int{firstAt}, slices.DeleteFunc(want, func(i int) bool { return i == firstAt })...)
 	requireSameOrder(t, want, got, prio, "priority")
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }
 
 // A backend without Capabilities.Priorities accepts SetPriority and ignores it: one consumer
@@ -169,5 +170,5 @@ func priorityIgnored(t *testing.T, h Harness) {
 		require.Equal(t, strconv.Itoa(i), string(msg.Payload), "publish order, whatever the priorities")
 		require.True(t, msg.Ack())
 	}
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }

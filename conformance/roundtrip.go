@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -60,7 +61,7 @@ func roundTripIntact(t *testing.T, h Harness) {
 	require.True(t, got.Ack())
 
 	s := requireSettled(t, h, topic, group, 0)
-	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 1, Acked: 1}, s.Counters)
+	require.Equal(t, backend.Counters{Published: 1, Claimed: 1, Acked: 1}, s.Counters)
 }
 
 // A message published to a topic nobody subscribed to yet waits in the topic's backlog, and
@@ -102,10 +103,10 @@ func roundTripRepeatedUUID(t *testing.T, h Harness) {
 	require.NotEqual(t, pubsub.DeliveryID(first), pubsub.DeliveryID(second))
 
 	require.True(t, first.Ack())
-	s := requireCounts(t, h, topic, pubsub.DefaultGroup, counts{Pending: 1})
+	s := requireCounts(t, h, topic, backend.DefaultGroup, counts{Pending: 1})
 	require.Equal(t, int64(1), s.Counters.Acked)
 	require.True(t, second.Ack())
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }
 
 // A received message carries relq's delivery metadata; publishing it elsewhere (a common
@@ -131,21 +132,21 @@ func roundTripForward(t *testing.T, h Harness) {
 	require.Equal(t, to, fwd.Metadata.Get(pubsub.MetadataTopic))
 	require.Equal(t, 1, pubsub.Attempt(fwd))
 	require.True(t, fwd.Ack())
-	requireSettled(t, h, from, pubsub.DefaultGroup, 0)
-	requireSettled(t, h, to, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, from, backend.DefaultGroup, 0)
+	requireSettled(t, h, to, backend.DefaultGroup, 0)
 }
 
 // Delivery IDs never repeat within a topic and grow with each publish; Claim returns the
 // IDs Publish returned.
 func roundTripDeliveryIDs(t *testing.T, h Harness) {
 	topic := topicName()
-	ensureGroup(t, h, topic, pubsub.DefaultGroup)
+	ensureGroup(t, h, topic, backend.DefaultGroup)
 	ids := append(publishDirect(t, h, topic, 5), publishDirect(t, h, topic, 3)...)
 	for i := 1; i < len(ids); i++ {
 		require.True(t, idLess(ids[i-1], ids[i]), "delivery IDs not increasing: %q then %q (all: %q)", ids[i-1], ids[i], ids)
 	}
 
-	ds := claimN(t, h, topic, pubsub.DefaultGroup, "c1", len(ids), shortLease)
+	ds := claimN(t, h, topic, backend.DefaultGroup, "c1", len(ids), shortLease)
 	claimed := make([]string, len(ds))
 	for i, d := range ds {
 		require.NoError(t, d.Err)
@@ -154,10 +155,10 @@ func roundTripDeliveryIDs(t *testing.T, h Harness) {
 	}
 	require.ElementsMatch(t, ids, claimed)
 
-	res, err := h.Backend.Ack(context.Background(), &pubsub.AckParams{
-		Topic: topic, Group: pubsub.DefaultGroup, Consumer: "c1", Items: held(ds...),
+	res, err := h.Backend.Ack(context.Background(), &backend.AckParams{
+		Topic: topic, Group: backend.DefaultGroup, Consumer: "c1", Items: held(ds...),
 	})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.AckResult{Acked: len(ids)}, res)
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	require.Equal(t, backend.AckResult{Acked: len(ids)}, res)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 }

@@ -15,8 +15,8 @@
 //
 // Tests run in parallel, each in a namespace of its own, and skip (with the reason) what a
 // backend does not declare in its Capabilities or what the Harness cannot do. The lifecycle
-// cases (Admin, backlog, deletes, ephemeral groups) need the backend to implement pubsub.Admin
-// and pubsub.Ephemeral and the Harness to give Keys and Peer; a Harness that sets Complete
+// cases (Admin, backlog, deletes, ephemeral groups) need the backend to implement backend.Admin
+// and backend.Ephemeral and the Harness to give Keys and Peer; a Harness that sets Complete
 // makes a missing one a failure instead of a skip.
 package conformance
 
@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // Faults lets the suite create states that only failures produce. A backend's test package
@@ -43,7 +43,7 @@ type Faults interface {
 // Harness is what a Factory gives one test.
 type Harness struct {
 	// Backend is fresh for each call: a key prefix (namespace) no other test uses.
-	Backend pubsub.Backend
+	Backend backend.Backend
 	// Faults injects failure states; nil skips the corrupt-entry and orphan tests.
 	Faults Faults
 	// Outage stops Redis for d and starts it again with its data (AOF). Set it only when
@@ -51,9 +51,9 @@ type Harness struct {
 	Outage func(d time.Duration) error
 
 	// Admin inspects and steers the backend; nil: the Backend itself, when it implements
-	// pubsub.Admin. Without either the Admin cases are skipped. (Ephemeral groups are
+	// backend.Admin. Without either the Admin cases are skipped. (Ephemeral groups are
 	// always the Backend's: the Subscriber finds them there.)
-	Admin pubsub.Admin
+	Admin backend.Admin
 	// Keys lists the keys the backend keeps in Redis for a topic, in any order, leaving out
 	// those that expire by themselves within a minute of their write whatever else happens
 	// (a publish's idempotency record). The suite never reads key names for their layout: it
@@ -63,12 +63,12 @@ type Harness struct {
 	// Peer makes another Backend on the same server and namespace (with Options applied),
 	// on a Redis client of its own, standing in for another process; the Factory closes it
 	// with the test. nil skips the cases that need one.
-	Peer func() (pubsub.Backend, error)
+	Peer func() (backend.Backend, error)
 	// Forget deletes every key the backend keeps in Redis for topic, as a Redis that
 	// restarted empty, a FLUSHALL or another client's DEL would: nil skips the cases where a
 	// group's state vanishes under running subscriptions.
 	Forget func(topic string) error
-	// Complete declares that the backend implements pubsub.Admin and pubsub.Ephemeral and
+	// Complete declares that the backend implements backend.Admin and backend.Ephemeral and
 	// that Keys, Peer and Forget are set, so that a lifecycle case that would skip for want of one
 	// fails instead: relq's own adapters set it, so their runs never skip one by mistake.
 	Complete bool
@@ -79,16 +79,16 @@ type Options struct {
 	// Private: the test stops Redis, so it needs a server of its own.
 	Private bool
 	// BacklogLimit and BacklogTTL, when not zero, bound the backlog of a topic that has no
-	// group (see pubsub.BacklogLimitDefault): the Factory passes them to the backend's
+	// group (see backend.BacklogLimitDefault): the Factory passes them to the backend's
 	// options of those names. The backlog cases ask for small ones, and fail when the
 	// backend keeps more, or keeps it longer, than they asked.
 	BacklogLimit int
 	BacklogTTL   time.Duration
 	// BacklogFull, when not empty, is the backend's policy for a full backlog (the option
-	// of that name); the Refused case asks for pubsub.BacklogRefuse.
-	BacklogFull pubsub.BacklogPolicy
+	// of that name); the Refused case asks for backend.BacklogRefuse.
+	BacklogFull backend.BacklogPolicy
 	// TombstoneTTL, when not zero, is how long a group deleted through the Admin API stays
-	// deleted for the subscriptions that find it missing (see pubsub.TombstoneTTLDefault):
+	// deleted for the subscriptions that find it missing (see backend.TombstoneTTLDefault):
 	// the Factory passes it to the backend's option of that name. The vanish cases ask for a
 	// short one, and fail when the tombstone outlives it.
 	TombstoneTTL time.Duration

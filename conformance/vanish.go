@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -43,14 +44,14 @@ func vanishThenDeleted(t *testing.T, h Harness) {
 	receive(t, ch).Ack()
 
 	require.NoError(t, h.Forget(topic))
-	err := a.DeleteGroup(context.Background(), topic, pubsub.DefaultGroup)
+	err := a.DeleteGroup(context.Background(), topic, backend.DefaultGroup)
 	if err != nil {
-		require.ErrorIs(t, err, pubsub.ErrGroupNotFound, "deleting a group that vanished")
+		require.ErrorIs(t, err, backend.ErrGroupNotFound, "deleting a group that vanished")
 	}
 	requireClosed(t, ch)
-	_, err = h.Backend.Claim(context.Background(), &pubsub.ClaimParams{Topic: topic, Group: pubsub.DefaultGroup,
+	_, err = h.Backend.Claim(context.Background(), &backend.ClaimParams{Topic: topic, Group: backend.DefaultGroup,
 		Consumer: "late", Count: 1, Lease: time.Minute})
-	require.ErrorIs(t, err, pubsub.ErrGroupDeleted)
+	require.ErrorIs(t, err, backend.ErrGroupDeleted)
 }
 
 // Every key of the topic goes under a running subscription. What is published afterwards is
@@ -66,7 +67,7 @@ func vanishRegisteredAgain(t *testing.T, h Harness) {
 	before := newMessages(3)
 	publish(t, pub, topic, before...)
 	r.waitAll(t, uuids(before))
-	requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 
 	forgotAt := time.Now()
 	require.NoError(t, h.Forget(topic))
@@ -75,7 +76,7 @@ func vanishRegisteredAgain(t *testing.T, h Harness) {
 		publish(t, pub, topic, m)
 	}
 	r.waitAll(t, append(uuids(before), uuids(after)...))
-	s := requireSettled(t, h, topic, pubsub.DefaultGroup, 0)
+	s := requireSettled(t, h, topic, backend.DefaultGroup, 0)
 	require.Equal(t, int64(1), s.Counters.Reregistered, "Stats count the re-registration once: %+v", s.Counters)
 	require.WithinRange(t, s.ReregisteredAt, forgotAt.Add(-timeSlack), time.Now().Add(timeSlack))
 }
@@ -167,22 +168,22 @@ func vanishDeletedStops(t *testing.T, h Harness) {
 	require.Equal(t, m.UUID, got.UUID)
 	got.Ack()
 
-	require.NoError(t, a.DeleteGroup(context.Background(), topic, pubsub.DefaultGroup))
+	require.NoError(t, a.DeleteGroup(context.Background(), topic, backend.DefaultGroup))
 	deletedAt := time.Now()
 	requireClosed(t, ch)
 	claim := func() error {
-		_, err := h.Backend.Claim(context.Background(), &pubsub.ClaimParams{Topic: topic, Group: pubsub.DefaultGroup,
+		_, err := h.Backend.Claim(context.Background(), &backend.ClaimParams{Topic: topic, Group: backend.DefaultGroup,
 			Consumer: "late", Count: 1, Lease: time.Minute})
 		return err
 	}
-	require.ErrorIs(t, claim(), pubsub.ErrGroupDeleted, "a claim under the tombstone")
-	_, err := h.Backend.RegisterAgain(context.Background(), &pubsub.RegisterAgainParams{Topic: topic, Group: pubsub.DefaultGroup})
-	require.ErrorIs(t, err, pubsub.ErrGroupDeleted, "RegisterAgain under the tombstone")
+	require.ErrorIs(t, claim(), backend.ErrGroupDeleted, "a claim under the tombstone")
+	_, err := h.Backend.RegisterAgain(context.Background(), &backend.RegisterAgainParams{Topic: topic, Group: backend.DefaultGroup})
+	require.ErrorIs(t, err, backend.ErrGroupDeleted, "RegisterAgain under the tombstone")
 
-	require.True(t, poll(vanishTombstone+waitTimeout, func() bool { return !errors.Is(claim(), pubsub.ErrGroupDeleted) }),
+	require.True(t, poll(vanishTombstone+waitTimeout, func() bool { return !errors.Is(claim(), backend.ErrGroupDeleted) }),
 		"the tombstone outlived TombstoneTTL")
 	require.GreaterOrEqual(t, time.Since(deletedAt), vanishTombstone-timeSlack, "the tombstone ended before TombstoneTTL")
-	require.ErrorIs(t, claim(), pubsub.ErrGroupLost, "a claim once the tombstone ended")
+	require.ErrorIs(t, claim(), backend.ErrGroupLost, "a claim once the tombstone ended")
 	if h.Keys != nil {
 		require.True(t, poll(waitTimeout, func() bool { return len(topicKeys(t, h, topic)) == 0 }),
 			"keys left after the tombstone ended: %v", topicKeys(t, h, topic))

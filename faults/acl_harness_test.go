@@ -6,11 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 // aclHarness makes the conformance Harness of one test of TestACLConformance, under a key
@@ -39,8 +39,8 @@ func aclHarness(t *testing.T, bc backendCase, server *redistest.Server, opts con
 
 	b, _ := newConformanceBackend(t, bc, srv.ClientAs(t, app), prefix, opts)
 	ab, _ := newConformanceBackend(t, bc, srv.ClientAs(t, operator), prefix, opts)
-	admin, ok := ab.(pubsub.Admin)
-	require.True(t, ok, "the %s backend implements no pubsub.Admin", bc.name)
+	admin, ok := ab.(backend.Admin)
+	require.True(t, ok, "the %s backend implements no backend.Admin", bc.name)
 	_, injector := newConformanceBackend(t, bc, privileged, prefix, opts)
 	topicKeys := adaptertest.TopicKeys(privileged, func(topic string) string { return keys.Tag(prefix, topic) }, nil)
 	h := conformance.Harness{
@@ -49,7 +49,7 @@ func aclHarness(t *testing.T, bc backendCase, server *redistest.Server, opts con
 		Admin:   admin,
 		Keys:    topicKeys,
 		Forget:  adaptertest.Forget(privileged, topicKeys),
-		Peer: func() (pubsub.Backend, error) {
+		Peer: func() (backend.Backend, error) {
 			peer, _ := newConformanceBackend(t, bc, srv.ClientAs(t, app), prefix, opts)
 			return peer, nil
 		},

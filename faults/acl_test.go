@@ -21,17 +21,18 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
 
 // The least-privilege ACL rule of each backend is its key pattern, no Pub/Sub channels, and
-// exactly the commands its data plane sends (the Backend and pubsub.Ephemeral, which
+// exactly the commands its data plane sends (the Backend and backend.Ephemeral, which
 // Publisher and Subscriber use): the ones its Go code sends directly (aclClientCommands), the
 // script commands, and the commands its Lua scripts call, which Redis checks against the
 // caller's ACL too (scanned from the Lua files its scripts are made of, see aclScriptFiles, so
-// the rule cannot fall behind the scripts). The backend's pubsub.Admin is an operator's tool,
+// the rule cannot fall behind the scripts). The backend's backend.Admin is an operator's tool,
 // run as a user of its own: its rule adds what Admin's Go code sends (aclAdminCommands).
 // docs/operations.md prints the rules; TestACLRulesDocumented keeps it in step.
 //
@@ -54,7 +55,7 @@ var (
 		"zset":    {"blpop", "hkeys", "zrange"},  // the blocking wait on wake-up lists; the registry, trash
 		"streams": {"xread", "xinfo|groups"},     // the blocking wait for new entries; groups
 	}
-	// aclAdminCommands are sent from Go, outside scripts, by each backend's pubsub.Admin:
+	// aclAdminCommands are sent from Go, outside scripts, by each backend's backend.Admin:
 	// ListTopics finds the topics with SCAN (on every primary of a Cluster); DeleteTopic reads
 	// the registry and the trash on list and zset (HKEYS, ZRANGE) and on streams the stream's
 	// groups (XINFO GROUPS) and those whose delete is unfinished (SMEMBERS). Admin's scripts
@@ -325,7 +326,7 @@ func TestACLOtherPrefixDenied(t *testing.T) {
 			requireNoPerm(t, err)
 			require.Contains(t, err.Error(), "no permissions to access", "the error should name the key permission")
 			t.Logf("publish to another prefix: %v", err)
-			_, err = denied.Stats(ctx, &pubsub.StatsParams{Topic: "orders", Group: pubsub.DefaultGroup})
+			_, err = denied.Stats(ctx, &backend.StatsParams{Topic: "orders", Group: backend.DefaultGroup})
 			requireNoPerm(t, err)
 
 			// The other prefix was left alone.

@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
@@ -21,7 +22,7 @@ import (
 func TestBacklogPastItsLimit(t *testing.T) {
 	t.Parallel()
 	const limit, published = 100, 150
-	for _, policy := range []pubsub.BacklogPolicy{pubsub.BacklogDropOldest, pubsub.BacklogRefuse} {
+	for _, policy := range []backend.BacklogPolicy{backend.BacklogDropOldest, backend.BacklogRefuse} {
 		for _, bc := range faultBackends {
 			t.Run(string(policy)+"/"+bc.name, func(t *testing.T) {
 				t.Parallel()
@@ -40,12 +41,12 @@ func TestBacklogPastItsLimit(t *testing.T) {
 						accepted = append(accepted, m.UUID)
 						continue
 					}
-					var full *pubsub.BacklogFullError
+					var full *backend.BacklogFullError
 					require.ErrorAs(t, err, &full)
-					require.ErrorIs(t, err, pubsub.ErrBacklogFull)
+					require.ErrorIs(t, err, backend.ErrBacklogFull)
 					refused++
 				}
-				info, err := b.(pubsub.Admin).Topic(context.Background(), topic)
+				info, err := b.(backend.Admin).Topic(context.Background(), topic)
 				require.NoError(t, err)
 				require.Equal(t, int64(limit), info.Backlog)
 				warnings := 0
@@ -55,7 +56,7 @@ func TestBacklogPastItsLimit(t *testing.T) {
 					}
 				}
 				want := accepted
-				if policy == pubsub.BacklogRefuse {
+				if policy == backend.BacklogRefuse {
 					require.Equal(t, published-limit, refused, "publishes refused")
 					require.Zero(t, info.BacklogDropped)
 					require.Zero(t, warnings, "a refusing backlog logs no drop")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -72,15 +73,15 @@ func runBadData(t *testing.T, bc backendCase, server *redistest.Server) {
 			goodIDs = append(goodIDs, m.UUID)
 		}
 		raw := corruptBytes()
-		require.NoError(t, inject.InjectCorrupt(ctx, topic, pubsub.DefaultGroup, raw))
+		require.NoError(t, inject.InjectCorrupt(ctx, topic, backend.DefaultGroup, raw))
 		injected[string(raw)]++
 	}
 
 	ok := pollUntil(settleTimeout, func() bool { return len(handled.missing(goodIDs)) == 0 })
 	require.True(t, ok, "%d of %d good messages not delivered within %v", len(handled.missing(goodIDs)), good, settleTimeout)
-	var st pubsub.Stats
+	var st backend.Stats
 	ok = pollUntil(settleTimeout, func() bool {
-		st, err = b.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
+		st, err = b.Stats(ctx, &backend.StatsParams{Topic: topic, Group: backend.DefaultGroup})
 		return err == nil && st.Dead == int64(bad) && st.Ready == 0 && st.Delayed == 0 && st.Pending == 0
 	})
 	require.NoError(t, err)
@@ -90,9 +91,9 @@ func runBadData(t *testing.T, bc backendCase, server *redistest.Server) {
 	require.False(t, closedEarly.Load(), "the subscription channel closed")
 
 	// Every dead letter is one of the injected entries, with its bytes and the decode error.
-	var dls []pubsub.DeadLetter
+	var dls []backend.DeadLetter
 	for {
-		page, err := b.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: topic, Group: pubsub.DefaultGroup, Offset: len(dls), Count: 100})
+		page, err := b.DeadLetters(ctx, &backend.DeadLettersParams{Topic: topic, Group: backend.DefaultGroup, Offset: len(dls), Count: 100})
 		require.NoError(t, err)
 		if len(page) == 0 {
 			break
@@ -105,9 +106,9 @@ func runBadData(t *testing.T, bc backendCase, server *redistest.Server) {
 		remaining[k] = v
 	}
 	for _, dl := range dls {
-		require.Contains(t, dl.Reason, pubsub.ErrCorruptEntry.Error(), "dead letter %s", dl.ID)
+		require.Contains(t, dl.Reason, backend.ErrCorruptEntry.Error(), "dead letter %s", dl.ID)
 		require.Equal(t, topic, dl.Topic)
-		require.Equal(t, pubsub.DefaultGroup, dl.Group)
+		require.Equal(t, backend.DefaultGroup, dl.Group)
 		require.Positive(t, remaining[string(dl.Raw)], "dead letter %s holds bytes that were not injected (or twice): %x", dl.ID, dl.Raw)
 		remaining[string(dl.Raw)]--
 	}
@@ -134,7 +135,7 @@ func corruptBytes() []byte {
 	for {
 		b := make([]byte, 1+mrand.N(64))
 		_, _ = rand.Read(b)
-		if _, err := pubsub.DecodeEnvelope(b); err != nil {
+		if _, err := backend.DecodeEnvelope(b); err != nil {
 			return b
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/pubsub"
@@ -35,7 +36,7 @@ type topicLog struct {
 func newTopicLog() *topicLog { return &topicLog{tags: make(map[string]bool)} }
 
 // wrap returns b, recording the hash tag of each topic published to; tag gives it.
-func (l *topicLog) wrap(b pubsub.Backend, tag func(topic string) string) pubsub.Backend {
+func (l *topicLog) wrap(b backend.Backend, tag func(topic string) string) backend.Backend {
 	return &loggedBackend{Backend: b, log: l, tag: tag}
 }
 
@@ -51,24 +52,24 @@ func (l *topicLog) list() []string {
 }
 
 // loggedBackend is a Backend that logs the topics of its publishes. It keeps the backend's
-// pubsub.Ephemeral, which Subscribers with ephemeral groups need, and hides its other optional
-// interfaces (pubsub.ReplicaWaiter), which the suite does not use; the Harness gives the
+// backend.Ephemeral, which Subscribers with ephemeral groups need, and hides its other optional
+// interfaces (backend.ReplicaWaiter), which the suite does not use; the Harness gives the
 // backend's Admin apart.
 type loggedBackend struct {
-	pubsub.Backend
+	backend.Backend
 	log *topicLog
 	tag func(topic string) string
 }
 
-func (b *loggedBackend) Join(ctx context.Context, p *pubsub.JoinParams) error {
-	return b.Backend.(pubsub.Ephemeral).Join(ctx, p)
+func (b *loggedBackend) Join(ctx context.Context, p *backend.JoinParams) error {
+	return b.Backend.(backend.Ephemeral).Join(ctx, p)
 }
 
-func (b *loggedBackend) Leave(ctx context.Context, p *pubsub.LeaveParams) error {
-	return b.Backend.(pubsub.Ephemeral).Leave(ctx, p)
+func (b *loggedBackend) Leave(ctx context.Context, p *backend.LeaveParams) error {
+	return b.Backend.(backend.Ephemeral).Leave(ctx, p)
 }
 
-func (b *loggedBackend) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.PublishResult, error) {
+func (b *loggedBackend) Publish(ctx context.Context, p *backend.PublishParams) (backend.PublishResult, error) {
 	b.log.mu.Lock()
 	b.log.tags[b.tag(p.Topic)] = true
 	b.log.mu.Unlock()
@@ -127,7 +128,7 @@ func topicsPerPrimary(t *testing.T, cc *redis.ClusterClient, prefix string, prim
 // roundTrip publishes n messages to each topic through pub and b and receives them with one
 // subscriber, acking each; it fails t unless every message arrives and every topic settles.
 // It returns how many distinct messages were handled, and the duplicates.
-func roundTrip(t *testing.T, b pubsub.Backend, cfg pubsub.PublisherConfig, topics []string, n int) (handled, duplicates int) {
+func roundTrip(t *testing.T, b backend.Backend, cfg pubsub.PublisherConfig, topics []string, n int) (handled, duplicates int) {
 	t.Helper()
 	sub := newFaultSubscriber(t, b, pubsub.SubscriberConfig{Concurrency: 4, Block: 100 * time.Millisecond})
 	got := newTally()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/keys"
@@ -31,7 +32,7 @@ func TestClusterConformance(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, redistest.ClusterOptions{})
 	cases := append(slices.Clone(faultBackends), backendCase{"streams-watermill",
-		func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
+		func(c redis.UniversalClient, prefix string, opts conformance.Options) (backend.Backend, corruptInjector, error) {
 			b, err := streams.New(c, streams.Options{Prefix: prefix, Format: streams.FormatWatermill,
 				BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 			if err != nil {
@@ -56,8 +57,8 @@ func TestClusterConformance(t *testing.T) {
 						also = func(topic string) []string { return []string{topic} }
 					}
 					b, f := newConformanceBackend(t, bc, cc, prefix, opts)
-					admin, ok := b.(pubsub.Admin)
-					require.True(t, ok, "the %s backend implements no pubsub.Admin", bc.name)
+					admin, ok := b.(backend.Admin)
+					require.True(t, ok, "the %s backend implements no backend.Admin", bc.name)
 					// A topic's keys live on the primary of its slot: SCAN that one.
 					topicKeys := func(topic string) ([]string, error) {
 						node, err := cc.MasterForKey(context.Background(), tag(topic))
@@ -72,7 +73,7 @@ func TestClusterConformance(t *testing.T) {
 						Admin:   admin,
 						Keys:    topicKeys,
 						Forget:  adaptertest.Forget(cc, topicKeys),
-						Peer: func() (pubsub.Backend, error) {
+						Peer: func() (backend.Backend, error) {
 							peer, _ := newConformanceBackend(t, bc, cluster.Client(t), prefix, opts)
 							return peer, nil
 						},
@@ -181,7 +182,7 @@ func waitReplicaSynced(t *testing.T, s *redistest.Server) {
 // failoverRun is one backend's publisher and subscribers during the failover.
 type failoverRun struct {
 	name         string
-	backend      pubsub.Backend
+	backend      backend.Backend
 	topics       []string
 	victimTopics map[string]bool // topics whose primary is killed
 	batch        int             // messages per Publish
@@ -203,7 +204,7 @@ type storedMsg struct {
 	start       time.Time
 }
 
-func startFailoverRun(t *testing.T, name string, b pubsub.Backend, byPrimary map[string][]string, victim string, batch, waitReplicas int) *failoverRun {
+func startFailoverRun(t *testing.T, name string, b backend.Backend, byPrimary map[string][]string, victim string, batch, waitReplicas int) *failoverRun {
 	r := &failoverRun{
 		name: name, backend: b, victimTopics: map[string]bool{}, batch: batch, waitReplicas: waitReplicas,
 		handled: newTally(), stop: make(chan struct{}), firstHandle: map[string]time.Time{},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -86,7 +87,7 @@ func runConsumersKilled(t *testing.T, bc backendCase, server *redistest.Server, 
 			published = append(published, m.UUID)
 		}
 		for {
-			st, err := b.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
+			st, err := b.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: backend.DefaultGroup})
 			require.NoError(t, err)
 			if st.Ready < killBacklog {
 				break

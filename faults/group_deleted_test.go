@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
@@ -28,7 +29,7 @@ func TestGroupDeletedThroughTheAdminAPI(t *testing.T) {
 			client := server.Client(t)
 			topic := faultTopic()
 			b, _ := newConformanceBackend(t, bc, client, redistest.Prefix(t), conformance.Options{TombstoneTTL: tombstone})
-			admin := b.(pubsub.Admin)
+			admin := b.(backend.Admin)
 			pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, faultLogger)
 			require.NoError(t, err)
 			c := subscribeConsumer(t, newFaultSubscriber(t, b, pubsub.SubscriberConfig{}), topic)
@@ -36,22 +37,22 @@ func TestGroupDeletedThroughTheAdminAPI(t *testing.T) {
 			require.NoError(t, pub.Publish(topic, faultMessages(10)...))
 			require.True(t, pollUntil(settleTimeout, func() bool { return c.handled.distinct() == 10 }))
 
-			require.NoError(t, admin.DeleteGroup(ctx, topic, pubsub.DefaultGroup))
+			require.NoError(t, admin.DeleteGroup(ctx, topic, backend.DefaultGroup))
 			deletedAt := time.Now()
 			require.True(t, pollUntil(settleTimeout, c.closedEarly), "the subscription did not stop on an operator's delete")
 			stoppedIn := time.Since(deletedAt)
 			claim := func() error {
-				_, err := b.Claim(ctx, &pubsub.ClaimParams{Topic: topic, Group: pubsub.DefaultGroup, Consumer: "late", Count: 1, Lease: time.Minute})
+				_, err := b.Claim(ctx, &backend.ClaimParams{Topic: topic, Group: backend.DefaultGroup, Consumer: "late", Count: 1, Lease: time.Minute})
 				return err
 			}
-			require.ErrorIs(t, claim(), pubsub.ErrGroupDeleted)
+			require.ErrorIs(t, claim(), backend.ErrGroupDeleted)
 			require.NoError(t, pub.Publish(topic, faultMessages(5)...), "a publish after the delete goes to the topic's backlog")
 
-			require.True(t, pollUntil(tombstone+settleTimeout, func() bool { return !errors.Is(claim(), pubsub.ErrGroupDeleted) }),
+			require.True(t, pollUntil(tombstone+settleTimeout, func() bool { return !errors.Is(claim(), backend.ErrGroupDeleted) }),
 				"the tombstone outlived TombstoneTTL")
 			ended := time.Since(deletedAt)
 			require.GreaterOrEqual(t, ended, tombstone-time.Second, "the tombstone ended long before TombstoneTTL")
-			require.ErrorIs(t, claim(), pubsub.ErrGroupLost)
+			require.ErrorIs(t, claim(), backend.ErrGroupLost)
 
 			again := newFaultSubscriber(t, b, pubsub.SubscriberConfig{})
 			ch, err := again.Subscribe(ctx, topic)

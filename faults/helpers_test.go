@@ -20,6 +20,7 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/pubsub"
 )
@@ -58,27 +59,27 @@ type corruptInjector interface {
 // conformance test asks for (conformance.Options.BacklogLimit, BacklogTTL; zero: defaults).
 type backendCase struct {
 	name string
-	new  func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error)
+	new  func(c redis.UniversalClient, prefix string, opts conformance.Options) (backend.Backend, corruptInjector, error)
 }
 
 // faultBackends are the backends every scenario runs against. The worker program
 // (internal/worker) builds the same ones by name.
 var faultBackends = []backendCase{
-	{"list", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
+	{"list", func(c redis.UniversalClient, prefix string, opts conformance.Options) (backend.Backend, corruptInjector, error) {
 		b, err := list.New(c, list.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return nil, nil, err
 		}
 		return b, b.Faults(), nil
 	}},
-	{"zset", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
+	{"zset", func(c redis.UniversalClient, prefix string, opts conformance.Options) (backend.Backend, corruptInjector, error) {
 		b, err := zset.New(c, zset.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return nil, nil, err
 		}
 		return b, b.Faults(), nil
 	}},
-	{"streams", func(c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector, error) {
+	{"streams", func(c redis.UniversalClient, prefix string, opts conformance.Options) (backend.Backend, corruptInjector, error) {
 		b, err := streams.New(c, streams.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return nil, nil, err
@@ -88,7 +89,7 @@ var faultBackends = []backendCase{
 }
 
 // newFaultBackend returns bc's backend on c, failing t on a config error.
-func newFaultBackend(t *testing.T, bc backendCase, c redis.UniversalClient, prefix string) (pubsub.Backend, corruptInjector) {
+func newFaultBackend(t *testing.T, bc backendCase, c redis.UniversalClient, prefix string) (backend.Backend, corruptInjector) {
 	t.Helper()
 	b, f, err := bc.new(c, prefix, conformance.Options{})
 	require.NoError(t, err)
@@ -98,7 +99,7 @@ func newFaultBackend(t *testing.T, bc backendCase, c redis.UniversalClient, pref
 // newConformanceBackend is newFaultBackend with the backlog bounds of opts, closed when t
 // ends: after what the conformance suite started on it, and before c when c was made earlier
 // in t.
-func newConformanceBackend(t *testing.T, bc backendCase, c redis.UniversalClient, prefix string, opts conformance.Options) (pubsub.Backend, corruptInjector) {
+func newConformanceBackend(t *testing.T, bc backendCase, c redis.UniversalClient, prefix string, opts conformance.Options) (backend.Backend, corruptInjector) {
 	t.Helper()
 	b, f, err := bc.new(c, prefix, opts)
 	require.NoError(t, err)
@@ -109,7 +110,7 @@ func newConformanceBackend(t *testing.T, bc backendCase, c redis.UniversalClient
 }
 
 // newFaultSubscriber returns a subscriber closed when t ends.
-func newFaultSubscriber(t *testing.T, b pubsub.Backend, cfg pubsub.SubscriberConfig) *pubsub.Subscriber {
+func newFaultSubscriber(t *testing.T, b backend.Backend, cfg pubsub.SubscriberConfig) *pubsub.Subscriber {
 	t.Helper()
 	sub, err := pubsub.NewSubscriber(b, cfg, faultLogger)
 	require.NoError(t, err)
@@ -158,20 +159,20 @@ func pollUntil(timeout time.Duration, cond func() bool) bool {
 
 // waitSettled polls the group's Stats until nothing is ready, delayed or pending, and
 // returns the last Stats read.
-func waitSettled(t *testing.T, b pubsub.Backend, topic string) pubsub.Stats {
+func waitSettled(t *testing.T, b backend.Backend, topic string) backend.Stats {
 	t.Helper()
-	return waitSettledGroup(t, b, topic, pubsub.DefaultGroup)
+	return waitSettledGroup(t, b, topic, backend.DefaultGroup)
 }
 
 // waitSettledGroup is waitSettled for the given group.
-func waitSettledGroup(t *testing.T, b pubsub.Backend, topic, group string) pubsub.Stats {
+func waitSettledGroup(t *testing.T, b backend.Backend, topic, group string) backend.Stats {
 	t.Helper()
 	var (
-		st  pubsub.Stats
+		st  backend.Stats
 		err error
 	)
 	ok := pollUntil(settleTimeout, func() bool {
-		st, err = b.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: group})
+		st, err = b.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: group})
 		return err == nil && st.Ready == 0 && st.Delayed == 0 && st.Pending == 0
 	})
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -66,7 +67,7 @@ func runShortReadTimeout(t *testing.T, bc backendCase) {
 	acks := &countedAcks{Backend: sb}
 
 	// Register the group first, so that the backlog is the group's on every backend.
-	require.NoError(t, pb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: pubsub.DefaultGroup}))
+	require.NoError(t, pb.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: topic, Group: backend.DefaultGroup}))
 	want := make([]string, 0, n)
 	for len(want) < n {
 		msgs := faultMessages(min(batch, n-len(want)))
@@ -103,9 +104,9 @@ func runShortReadTimeout(t *testing.T, bc backendCase) {
 	stop := stallRedis(server.Client(t), readTimeoutStall, readTimeoutStallEvery)
 	defer stop()
 	start := time.Now()
-	var st pubsub.Stats
+	var st backend.Stats
 	ok := pollUntil(settleTimeout, func() bool {
-		st, err = pb.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
+		st, err = pb.Stats(ctx, &backend.StatsParams{Topic: topic, Group: backend.DefaultGroup})
 		return err == nil && len(handled.missing(want)) == 0 &&
 			st.Ready == 0 && st.Delayed == 0 && st.Pending == 0
 	})
@@ -130,11 +131,11 @@ func runShortReadTimeout(t *testing.T, bc backendCase) {
 // countedAcks counts a backend's Ack calls, those that timed out on the client, and the
 // largest that succeeded.
 type countedAcks struct {
-	pubsub.Backend
+	backend.Backend
 	calls, timeouts, largest atomic.Int64
 }
 
-func (b *countedAcks) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
+func (b *countedAcks) Ack(ctx context.Context, p *backend.AckParams) (backend.AckResult, error) {
 	res, err := b.Backend.Ack(ctx, p)
 	b.calls.Add(1)
 	var ne net.Error

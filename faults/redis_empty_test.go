@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -63,7 +64,7 @@ func runRedisEmpty(t *testing.T, bc backendCase, how string) {
 	ok := pollUntil(settleTimeout, func() bool { return len(c.handled.missing(after))+len(c2.handled.missing(after)) == 0 })
 	missing, missing2 := c.handled.missing(after), c2.handled.missing(after)
 	require.True(t, ok, "of %d messages published after Redis came back empty, %d never reached group %s (e.g. %v) and %d never reached group audit (e.g. %v)",
-		len(after), len(missing), pubsub.DefaultGroup, firstFew(missing, 5), len(missing2), firstFew(missing2, 5))
+		len(after), len(missing), backend.DefaultGroup, firstFew(missing, 5), len(missing2), firstFew(missing2, 5))
 	st := waitSettled(t, b, topic)
 	require.Zero(t, st.Dead, "dead letters: %+v", st)
 	require.GreaterOrEqual(t, st.Counters.Reregistered, int64(1), "Stats do not count the re-registration: %+v", st.Counters)

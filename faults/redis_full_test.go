@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -33,7 +34,7 @@ const (
 
 // A Redis limited by maxmemory with noeviction fills up while the 50 handlers of a subscriber
 // hold their messages: a publisher publishes until Publish fails, which must be with
-// pubsub.ErrRedisFull, and then keeps Redis full with one message every 20 ms. The handlers
+// backend.ErrRedisFull, and then keeps Redis full with one message every 20 ms. The handlers
 // hold on for two leases, so only lease extensions on a full Redis keep their messages from
 // being delivered again. Still full, a second subscriber of the group (its own client and
 // backend, as another process) must start, and it drains the backlog while the handlers still
@@ -78,7 +79,7 @@ func runRedisFull(t *testing.T, bc backendCase) {
 	for {
 		err := h.publish(pub, topic, fullBatch)
 		if err != nil {
-			require.ErrorIs(t, err, pubsub.ErrRedisFull, "the error of a Publish that a full Redis refused")
+			require.ErrorIs(t, err, backend.ErrRedisFull, "the error of a Publish that a full Redis refused")
 			break
 		}
 	}
@@ -109,7 +110,7 @@ func runRedisFull(t *testing.T, bc backendCase) {
 
 	// Registering the group again (a subscriber starting again does) works while full.
 	again := newFullBackend(t, bc, server.Client(t), prefix)
-	require.NoError(t, again.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: pubsub.DefaultGroup}),
+	require.NoError(t, again.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: topic, Group: backend.DefaultGroup}),
 		"registering the group again on a full Redis")
 	time.Sleep(time.Until(fullAt.Add(fullHold)))
 
@@ -134,9 +135,9 @@ func runRedisFull(t *testing.T, bc backendCase) {
 	stopTopUp()
 	// The second subscriber drains the backlog while the handlers of the first still hold
 	// their messages: one whose lease was lost would be delivered to it now.
-	var st pubsub.Stats
+	var st backend.Stats
 	require.True(t, pollUntil(settleTimeout, func() bool {
-		st, err = b.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
+		st, err = b.Stats(ctx, &backend.StatsParams{Topic: topic, Group: backend.DefaultGroup})
 		return err == nil && st.Ready == 0 && st.Delayed == 0
 	}), "the second subscriber did not drain the backlog: %+v, %v", st, err)
 	held := time.Since(fullAt)
@@ -181,7 +182,7 @@ func startFullRedis(t *testing.T, mb int) *redistest.Server {
 
 // newFullBackend is newFaultBackend, but streams deletes acked entries (DeleteOnAck), so
 // that consuming frees memory on every backend.
-func newFullBackend(t *testing.T, bc backendCase, c redis.UniversalClient, prefix string) pubsub.Backend {
+func newFullBackend(t *testing.T, bc backendCase, c redis.UniversalClient, prefix string) backend.Backend {
 	t.Helper()
 	if bc.name == "streams" {
 		b, err := streams.New(c, streams.Options{Prefix: prefix, Retention: streams.DeleteOnAck})
@@ -206,10 +207,10 @@ func usedMemory(t *testing.T, server *redistest.Server) string {
 }
 
 // payloadMessages returns n messages with payloads of size bytes.
-func payloadMessages(n, size int) []pubsub.OutMessage {
-	out := make([]pubsub.OutMessage, n)
+func payloadMessages(n, size int) []backend.OutMessage {
+	out := make([]backend.OutMessage, n)
 	for i := range out {
-		out[i] = pubsub.OutMessage{Envelope: pubsub.Envelope{UUID: watermill.NewUUID(), Payload: make([]byte, size)}}
+		out[i] = backend.OutMessage{Envelope: backend.Envelope{UUID: watermill.NewUUID(), Payload: make([]byte, size)}}
 	}
 	return out
 }
@@ -293,11 +294,11 @@ func (h *holder) publish(pub *pubsub.Publisher, topic string, n int) error {
 		switch {
 		case err == nil:
 			h.confirmed = append(h.confirmed, m.UUID)
-		case errors.Is(err, pubsub.ErrRedisFull):
+		case errors.Is(err, backend.ErrRedisFull):
 			h.refused = append(h.refused, m.UUID)
 		}
 	}
-	if errors.Is(err, pubsub.ErrRedisFull) {
+	if errors.Is(err, backend.ErrRedisFull) {
 		h.refusals.Add(1)
 	}
 	return err

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -160,7 +161,7 @@ func (c *consumer) storedTwice() int {
 // startLoad publishes to a fresh topic of bc's backend on client (newProducer) while a
 // subscriber with cfg consumes it (subscribeConsumer), until messages flow; both stop when t
 // ends. It returns the topic, the backend, the consumer and the producer.
-func startLoad(t *testing.T, bc backendCase, client redis.UniversalClient, cfg pubsub.SubscriberConfig) (string, pubsub.Backend, *consumer, *producer) {
+func startLoad(t *testing.T, bc backendCase, client redis.UniversalClient, cfg pubsub.SubscriberConfig) (string, backend.Backend, *consumer, *producer) {
 	t.Helper()
 	topic := faultTopic()
 	b, _ := newFaultBackend(t, bc, client, redistest.Prefix(t))

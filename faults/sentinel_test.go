@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -89,13 +90,13 @@ func runSentinelFailover(t *testing.T, waitReplicas int) {
 // subscriber and one publisher.
 type sentinelRun struct {
 	name      string
-	backend   pubsub.Backend
+	backend   backend.Backend
 	topics    []string
 	producers []*producer
 	consumers []*consumer
 }
 
-func startSentinelRun(t *testing.T, name string, b pubsub.Backend, topics, waitReplicas int) *sentinelRun {
+func startSentinelRun(t *testing.T, name string, b backend.Backend, topics, waitReplicas int) *sentinelRun {
 	r := &sentinelRun{name: name, backend: b}
 	sub := newFaultSubscriber(t, b, pubsub.SubscriberConfig{
 		Concurrency: redisConsumers, Lease: failoverLease, Block: 200 * time.Millisecond,

@@ -9,8 +9,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 const (
@@ -27,9 +26,9 @@ type CollectorConfig struct {
 	// backend=<Backend.Name()>, so the names must differ: to watch two backends of one kind
 	// (two key prefixes, two Redis servers), register one Collector for each, told apart by
 	// ConstLabels. Required.
-	Backends []pubsub.Backend
+	Backends []backend.Backend
 	// Topics are the topics reported, with every group of each. When empty, every backend
-	// must implement pubsub.TopicLister and its topics are discovered at each scrape, so new
+	// must implement backend.TopicLister and its topics are discovered at each scrape, so new
 	// topics appear without a restart (at the cost of a SCAN per scrape).
 	Topics []string
 	// Namespace starts every metric name. Defaults to NamespaceDefault ("relq").
@@ -72,42 +71,42 @@ var (
 
 func (c CollectorConfig) validate() error {
 	if len(c.Backends) == 0 {
-		return &pubsub.ConfigError{Field: "Backends", Reason: "must not be empty"}
+		return &backend.ConfigError{Field: "Backends", Reason: "must not be empty"}
 	}
 	names := make(map[string]bool, len(c.Backends))
 	for i, b := range c.Backends {
 		if b == nil {
-			return &pubsub.ConfigError{Field: "Backends", Reason: fmt.Sprintf("[%d] is nil", i)}
+			return &backend.ConfigError{Field: "Backends", Reason: fmt.Sprintf("[%d] is nil", i)}
 		}
 		if names[b.Name()] {
-			return &pubsub.ConfigError{Field: "Backends", Reason: fmt.Sprintf(
+			return &backend.ConfigError{Field: "Backends", Reason: fmt.Sprintf(
 				"holds two %q backends, whose series would collide; use one Collector each, with distinct ConstLabels", b.Name())}
 		}
 		names[b.Name()] = true
-		if _, ok := b.(pubsub.TopicLister); !ok && len(c.Topics) == 0 {
-			return &pubsub.ConfigError{Field: "Topics", Reason: fmt.Sprintf(
-				"is empty and the %s backend cannot list its topics (pubsub.TopicLister); name them", b.Name())}
+		if _, ok := b.(backend.TopicLister); !ok && len(c.Topics) == 0 {
+			return &backend.ConfigError{Field: "Topics", Reason: fmt.Sprintf(
+				"is empty and the %s backend cannot list its topics (backend.TopicLister); name them", b.Name())}
 		}
 	}
 	seen := make(map[string]bool, len(c.Topics))
 	for _, t := range c.Topics {
-		if err := pubsub.ValidateName("topic", t); err != nil {
-			return &pubsub.ConfigError{Field: "Topics", Reason: err.Error()}
+		if err := backend.ValidateName("topic", t); err != nil {
+			return &backend.ConfigError{Field: "Topics", Reason: err.Error()}
 		}
 		if seen[t] {
-			return &pubsub.ConfigError{Field: "Topics", Reason: fmt.Sprintf("lists %q twice", t)}
+			return &backend.ConfigError{Field: "Topics", Reason: fmt.Sprintf("lists %q twice", t)}
 		}
 		seen[t] = true
 	}
 	if !metricNameRE.MatchString(c.Namespace) {
-		return &pubsub.ConfigError{Field: "Namespace", Reason: fmt.Sprintf("%q is not a metric name prefix (letters, digits, _)", c.Namespace)}
+		return &backend.ConfigError{Field: "Namespace", Reason: fmt.Sprintf("%q is not a metric name prefix (letters, digits, _)", c.Namespace)}
 	}
 	if c.Timeout < 0 {
-		return &pubsub.ConfigError{Field: "Timeout", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "Timeout", Reason: "must not be negative"}
 	}
 	for _, l := range append(slices.Clone(reservedLabels), policyLabel) {
 		if _, ok := c.ConstLabels[l]; ok {
-			return &pubsub.ConfigError{Field: "ConstLabels", Reason: fmt.Sprintf("must not set %q, a label of the collector's own", l)}
+			return &backend.ConfigError{Field: "ConstLabels", Reason: fmt.Sprintf("must not set %q, a label of the collector's own", l)}
 		}
 	}
 	return nil
@@ -118,42 +117,42 @@ type stat struct {
 	name  string
 	help  string
 	typ   prometheus.ValueType
-	value func(*pubsub.Stats) float64
+	value func(*backend.Stats) float64
 	// absent, when set, leaves the series out for a group where it is true: a time that
 	// never came, which 0 would show as 1970.
-	absent func(*pubsub.Stats) bool
+	absent func(*backend.Stats) bool
 }
 
 var stats = []stat{
-	gauge("ready", "Messages due and waiting to be claimed by the group.", func(s *pubsub.Stats) int64 { return s.Ready }),
-	gauge("delayed", "Messages waiting for their due time: delayed publishes and nack backoff.", func(s *pubsub.Stats) int64 { return s.Delayed }),
-	gauge("pending", "Deliveries claimed by a consumer and not yet acked or nacked (in flight).", func(s *pubsub.Stats) int64 { return s.Pending }),
-	gauge("dead", "Messages in the group's dead-letter store, never delivered again until requeued.", func(s *pubsub.Stats) int64 { return s.Dead }),
+	gauge("ready", "Messages due and waiting to be claimed by the group.", func(s *backend.Stats) int64 { return s.Ready }),
+	gauge("delayed", "Messages waiting for their due time: delayed publishes and nack backoff.", func(s *backend.Stats) int64 { return s.Delayed }),
+	gauge("pending", "Deliveries claimed by a consumer and not yet acked or nacked (in flight).", func(s *backend.Stats) int64 { return s.Pending }),
+	gauge("dead", "Messages in the group's dead-letter store, never delivered again until requeued.", func(s *backend.Stats) int64 { return s.Dead }),
 	{name: "oldest_pending_age_seconds", help: "Time since the oldest pending delivery was claimed; 0 when none is pending.",
-		typ: prometheus.GaugeValue, value: func(s *pubsub.Stats) float64 { return s.OldestPendingAge.Seconds() }},
+		typ: prometheus.GaugeValue, value: func(s *backend.Stats) float64 { return s.OldestPendingAge.Seconds() }},
 	{name: "oldest_ready_age_seconds", help: "Time the oldest ready message has waited to be claimed; 0 when none is ready.",
-		typ: prometheus.GaugeValue, value: func(s *pubsub.Stats) float64 { return s.OldestReadyAge.Seconds() }},
-	counter("published_total", "Messages published and routed to the group.", func(c *pubsub.Counters) int64 { return c.Published }),
-	counter("claimed_total", "Deliveries claimed by the group's consumers, redeliveries included.", func(c *pubsub.Counters) int64 { return c.Claimed }),
-	counter("acked_total", "Deliveries acked: removed from pending, done.", func(c *pubsub.Counters) int64 { return c.Acked }),
-	counter("nacked_total", "Deliveries nacked by the consumer holding them: retried or dead-lettered.", func(c *pubsub.Counters) int64 { return c.Nacked }),
-	counter("reclaimed_total", "Expired leases returned to ready: a consumer died or stalled past its lease.", func(c *pubsub.Counters) int64 { return c.Reclaimed }),
-	counter("dead_lettered_total", "Messages moved to the dead-letter store.", func(c *pubsub.Counters) int64 { return c.DeadLettered }),
-	counter("stale_acks_total", "Acks from a consumer that no longer held that attempt (its lease had expired).", func(c *pubsub.Counters) int64 { return c.StaleAcks }),
-	counter("stale_nacks_total", "Nacks ignored because the consumer no longer held that attempt.", func(c *pubsub.Counters) int64 { return c.StaleNacks }),
+		typ: prometheus.GaugeValue, value: func(s *backend.Stats) float64 { return s.OldestReadyAge.Seconds() }},
+	counter("published_total", "Messages published and routed to the group.", func(c *backend.Counters) int64 { return c.Published }),
+	counter("claimed_total", "Deliveries claimed by the group's consumers, redeliveries included.", func(c *backend.Counters) int64 { return c.Claimed }),
+	counter("acked_total", "Deliveries acked: removed from pending, done.", func(c *backend.Counters) int64 { return c.Acked }),
+	counter("nacked_total", "Deliveries nacked by the consumer holding them: retried or dead-lettered.", func(c *backend.Counters) int64 { return c.Nacked }),
+	counter("reclaimed_total", "Expired leases returned to ready: a consumer died or stalled past its lease.", func(c *backend.Counters) int64 { return c.Reclaimed }),
+	counter("dead_lettered_total", "Messages moved to the dead-letter store.", func(c *backend.Counters) int64 { return c.DeadLettered }),
+	counter("stale_acks_total", "Acks from a consumer that no longer held that attempt (its lease had expired).", func(c *backend.Counters) int64 { return c.StaleAcks }),
+	counter("stale_nacks_total", "Nacks ignored because the consumer no longer held that attempt.", func(c *backend.Counters) int64 { return c.StaleNacks }),
 	counter("reregistered_total", "Times a running subscription registered the group again after its state vanished from Redis (a restart without persistence, a failover, FLUSHALL, keys deleted by another client).",
-		func(c *pubsub.Counters) int64 { return c.Reregistered }),
+		func(c *backend.Counters) int64 { return c.Reregistered }),
 	{name: "reregistered_timestamp_seconds", help: "When the group was last registered again after its state vanished (Unix time, Redis clock); absent if never.",
-		typ: prometheus.GaugeValue, value: func(s *pubsub.Stats) float64 { return float64(s.ReregisteredAt.UnixMilli()) / 1000 },
-		absent: func(s *pubsub.Stats) bool { return s.ReregisteredAt.IsZero() }},
+		typ: prometheus.GaugeValue, value: func(s *backend.Stats) float64 { return float64(s.ReregisteredAt.UnixMilli()) / 1000 },
+		absent: func(s *backend.Stats) bool { return s.ReregisteredAt.IsZero() }},
 }
 
-func gauge(name, help string, v func(*pubsub.Stats) int64) stat {
-	return stat{name: name, help: help, typ: prometheus.GaugeValue, value: func(s *pubsub.Stats) float64 { return float64(v(s)) }}
+func gauge(name, help string, v func(*backend.Stats) int64) stat {
+	return stat{name: name, help: help, typ: prometheus.GaugeValue, value: func(s *backend.Stats) float64 { return float64(v(s)) }}
 }
 
-func counter(name, help string, v func(*pubsub.Counters) int64) stat {
-	return stat{name: name, help: help, typ: prometheus.CounterValue, value: func(s *pubsub.Stats) float64 { return float64(v(&s.Counters)) }}
+func counter(name, help string, v func(*backend.Counters) int64) stat {
+	return stat{name: name, help: help, typ: prometheus.CounterValue, value: func(s *backend.Stats) float64 { return float64(v(&s.Counters)) }}
 }
 
 // Collector is a prometheus.Collector that reads relq's stats from Redis at each scrape.
@@ -173,7 +172,7 @@ type Collector struct {
 
 var _ prometheus.Collector = (*Collector)(nil)
 
-// NewCollector returns a Collector over cfg.Backends. It fails with a *pubsub.ConfigError
+// NewCollector returns a Collector over cfg.Backends. It fails with a *backend.ConfigError
 // naming the invalid field, including label names Prometheus would reject at registration.
 func NewCollector(cfg CollectorConfig) (*Collector, error) {
 	cfg = cfg.WithDefaults()
@@ -185,10 +184,10 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 	c := &Collector{cfg: cfg}
 	for _, b := range cfg.Backends {
 		s := &source{backend: b}
-		if lister, ok := b.(pubsub.TopicLister); ok && len(cfg.Topics) == 0 {
+		if lister, ok := b.(backend.TopicLister); ok && len(cfg.Topics) == 0 {
 			s.lister = lister
 		}
-		s.admin, _ = b.(pubsub.Admin)
+		s.admin, _ = b.(backend.Admin)
 		s.healthy.Store(true) // so that the first failure is logged
 		c.sources = append(c.sources, s)
 	}
@@ -213,7 +212,7 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 	// Prometheus reports a bad label name only when the collector is registered; check here
 	// so that the error names the field.
 	if err := prometheus.NewPedanticRegistry().Register(c); err != nil {
-		return nil, &pubsub.ConfigError{Field: "ConstLabels", Reason: err.Error()}
+		return nil, &backend.ConfigError{Field: "ConstLabels", Reason: err.Error()}
 	}
 	return c, nil
 }
@@ -232,9 +231,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // result is what one backend's read produced.
 type result struct {
-	topics   []pubsub.TopicInfo
-	stats    []pubsub.Stats
-	eviction *pubsub.Eviction // nil: the backend cannot read it
+	topics   []backend.TopicInfo
+	stats    []backend.Stats
+	eviction *backend.Eviction // nil: the backend cannot read it
 	err      error
 	took     time.Duration
 }
@@ -309,7 +308,7 @@ func (c *Collector) report(ch chan<- prometheus.Metric, s *source, r result) {
 
 // reportEviction sends the eviction series of a backend that can read them, and logs at
 // error level, once per change, a policy that drops queue keys.
-func (c *Collector) reportEviction(ch chan<- prometheus.Metric, s *source, ev *pubsub.Eviction) {
+func (c *Collector) reportEviction(ch chan<- prometheus.Metric, s *source, ev *backend.Eviction) {
 	if ev == nil {
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/metrics"
@@ -31,26 +32,26 @@ import (
 // adapters builds each backend under a key prefix.
 var adapters = []struct {
 	name string
-	new  func(c redis.UniversalClient, prefix string) (pubsub.Backend, error)
+	new  func(c redis.UniversalClient, prefix string) (backend.Backend, error)
 }{
-	{"list", func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+	{"list", func(c redis.UniversalClient, p string) (backend.Backend, error) {
 		return list.New(c, list.Options{Prefix: p})
 	}},
-	{"zset", func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+	{"zset", func(c redis.UniversalClient, p string) (backend.Backend, error) {
 		return zset.New(c, zset.Options{Prefix: p})
 	}},
-	{"streams", func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+	{"streams", func(c redis.UniversalClient, p string) (backend.Backend, error) {
 		return streams.New(c, streams.Options{Prefix: p})
 	}},
 }
 
 // newBackend returns the named adapter on the shared server, under a prefix of t's own.
-func newBackend(t *testing.T, name string) pubsub.Backend {
+func newBackend(t *testing.T, name string) backend.Backend {
 	t.Helper()
 	return newBackendOn(t, redistest.Shared(t).Client(t), name)
 }
 
-func newBackendOn(t *testing.T, c redis.UniversalClient, name string) pubsub.Backend {
+func newBackendOn(t *testing.T, c redis.UniversalClient, name string) backend.Backend {
 	t.Helper()
 	for _, a := range adapters {
 		if a.name == name {
@@ -63,15 +64,15 @@ func newBackendOn(t *testing.T, c redis.UniversalClient, name string) pubsub.Bac
 	return nil
 }
 
-// subscribed registers pubsub.DefaultGroup on topic, as a subscriber would, so what is
+// subscribed registers backend.DefaultGroup on topic, as a subscriber would, so what is
 // published there is routed to it (rather than to the topic's backlog).
-func subscribed(t *testing.T, b pubsub.Backend, topic string) {
+func subscribed(t *testing.T, b backend.Backend, topic string) {
 	t.Helper()
-	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: topic, Group: pubsub.DefaultGroup}))
+	require.NoError(t, b.EnsureGroup(context.Background(), &backend.EnsureGroupParams{Topic: topic, Group: backend.DefaultGroup}))
 }
 
 // publish publishes n messages to topic through the Watermill publisher, delayed by delay.
-func publish(t *testing.T, b pubsub.Backend, topic string, n int, delay time.Duration) {
+func publish(t *testing.T, b backend.Backend, topic string, n int, delay time.Duration) {
 	t.Helper()
 	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, nil)
 	require.NoError(t, err)
@@ -85,17 +86,17 @@ func publish(t *testing.T, b pubsub.Backend, topic string, n int, delay time.Dur
 	require.NoError(t, pub.Publish(topic, msgs...))
 }
 
-func claim(t *testing.T, b pubsub.Backend, topic, group string, n int, lease time.Duration) []pubsub.Delivery {
+func claim(t *testing.T, b backend.Backend, topic, group string, n int, lease time.Duration) []backend.Delivery {
 	t.Helper()
-	ds, err := b.Claim(context.Background(), &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: "c1", Count: n, Lease: lease})
+	ds, err := b.Claim(context.Background(), &backend.ClaimParams{Topic: topic, Group: group, Consumer: "c1", Count: n, Lease: lease})
 	require.NoError(t, err)
 	require.Len(t, ds, n)
 	return ds
 }
 
-func nack(t *testing.T, b pubsub.Backend, topic, group string, item pubsub.NackItem) pubsub.NackResult {
+func nack(t *testing.T, b backend.Backend, topic, group string, item backend.NackItem) backend.NackResult {
 	t.Helper()
-	r, err := b.Nack(context.Background(), &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c1", Items: []pubsub.NackItem{item}})
+	r, err := b.Nack(context.Background(), &backend.NackParams{Topic: topic, Group: group, Consumer: "c1", Items: []backend.NackItem{item}})
 	require.NoError(t, err)
 	return r
 }
@@ -108,11 +109,11 @@ func nack(t *testing.T, b pubsub.Backend, topic, group string, item pubsub.NackI
 //	orders/audit    ready 5, delayed 1: 2 claimed under a 1 ms lease and reclaimed, 1 claimed
 //	                again and nacked back to ready
 //	emails/default  ready 2
-func fill(t *testing.T, b pubsub.Backend) {
+func fill(t *testing.T, b backend.Backend) {
 	t.Helper()
 	ctx := context.Background()
 	for _, g := range []string{"workers", "audit"} {
-		require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "orders", Group: g}))
+		require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "orders", Group: g}))
 	}
 	publish(t, b, "orders", 5, 0)
 	publish(t, b, "orders", 1, time.Hour)
@@ -120,27 +121,27 @@ func fill(t *testing.T, b pubsub.Backend) {
 	publish(t, b, "emails", 2, 0)
 
 	d := claim(t, b, "orders", "workers", 5, time.Minute)
-	acked, err := b.Ack(ctx, &pubsub.AckParams{Topic: "orders", Group: "workers", Consumer: "c1",
-		Items: []pubsub.Held{{ID: d[0].ID, Attempt: 1}, {ID: d[1].ID, Attempt: 1}, {ID: d[2].ID, Attempt: 1}}})
+	acked, err := b.Ack(ctx, &backend.AckParams{Topic: "orders", Group: "workers", Consumer: "c1",
+		Items: []backend.Held{{ID: d[0].ID, Attempt: 1}, {ID: d[1].ID, Attempt: 1}, {ID: d[2].ID, Attempt: 1}}})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.AckResult{Acked: 3}, acked)
-	require.Equal(t, pubsub.NackResult{DeadLettered: 1},
-		nack(t, b, "orders", "workers", pubsub.NackItem{ID: d[3].ID, Attempt: 1, DeadLetter: true, Reason: "bad order"}))
+	require.Equal(t, backend.AckResult{Acked: 3}, acked)
+	require.Equal(t, backend.NackResult{DeadLettered: 1},
+		nack(t, b, "orders", "workers", backend.NackItem{ID: d[3].ID, Attempt: 1, DeadLetter: true, Reason: "bad order"}))
 	for _, i := range []int{0, 1} {
-		require.Equal(t, pubsub.NackResult{Stale: 1}, nack(t, b, "orders", "workers", pubsub.NackItem{ID: d[i].ID, Attempt: 1}))
+		require.Equal(t, backend.NackResult{Stale: 1}, nack(t, b, "orders", "workers", backend.NackItem{ID: d[i].ID, Attempt: 1}))
 	}
 
 	claim(t, b, "orders", "audit", 2, time.Millisecond)
 	reclaimed := 0
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		r, err := b.Reclaim(ctx, &pubsub.ReclaimParams{Topic: "orders", Group: "audit", OrphanLease: time.Minute})
+		r, err := b.Reclaim(ctx, &backend.ReclaimParams{Topic: "orders", Group: "audit", OrphanLease: time.Minute})
 		require.NoError(c, err)
 		reclaimed += r.Reclaimed
 		require.Equal(c, 2, reclaimed, "the 1 ms leases should expire and be reclaimed")
 	}, 10*time.Second, 5*time.Millisecond)
 	again := claim(t, b, "orders", "audit", 1, time.Minute)
-	require.Equal(t, pubsub.NackResult{Requeued: 1},
-		nack(t, b, "orders", "audit", pubsub.NackItem{ID: again[0].ID, Attempt: again[0].Attempt}))
+	require.Equal(t, backend.NackResult{Requeued: 1},
+		nack(t, b, "orders", "audit", backend.NackItem{ID: again[0].ID, Attempt: again[0].Attempt}))
 }
 
 // gather registers c in a pedantic registry (which checks what Collect sends against
@@ -184,7 +185,7 @@ func takeAge(t *testing.T, m map[string]float64, key string) {
 }
 
 // groupSeries returns the expected samples of one group, with both ages 0.
-func groupSeries(backend, topic, group string, ready, delayed, pending, dead int, c pubsub.Counters) map[string]float64 {
+func groupSeries(backend, topic, group string, ready, delayed, pending, dead int, c backend.Counters) map[string]float64 {
 	l := fmt.Sprintf(`{backend=%q,group=%q,topic=%q}`, backend, group, topic)
 	return map[string]float64{
 		"relq_ready" + l:                      float64(ready),
@@ -215,7 +216,7 @@ func TestCollectorReportsStats(t *testing.T) {
 			b := newBackend(t, a.name)
 			fill(t, b)
 			c, err := metrics.NewCollector(metrics.CollectorConfig{
-				Backends: []pubsub.Backend{b},
+				Backends: []backend.Backend{b},
 				Topics:   []string{"orders", "emails", "missing"},
 			})
 			require.NoError(t, err)
@@ -230,10 +231,10 @@ func TestCollectorReportsStats(t *testing.T) {
 			}
 			for _, g := range []map[string]float64{
 				groupSeries(n, "orders", "workers", 0, 1, 1, 1,
-					pubsub.Counters{Published: 6, Claimed: 5, Acked: 3, Nacked: 1, DeadLettered: 1, StaleNacks: 2}),
+					backend.Counters{Published: 6, Claimed: 5, Acked: 3, Nacked: 1, DeadLettered: 1, StaleNacks: 2}),
 				groupSeries(n, "orders", "audit", 5, 1, 0, 0,
-					pubsub.Counters{Published: 6, Claimed: 3, Nacked: 1, Reclaimed: 2}),
-				groupSeries(n, "emails", "default", 2, 0, 0, 0, pubsub.Counters{Published: 2}),
+					backend.Counters{Published: 6, Claimed: 3, Nacked: 1, Reclaimed: 2}),
+				groupSeries(n, "emails", "default", 2, 0, 0, 0, backend.Counters{Published: 2}),
 			} {
 				maps.Copy(want, g)
 			}
@@ -264,7 +265,7 @@ func TestCollectorReportsStats(t *testing.T) {
 // topicLister gives a backend that cannot list its topics yet the ability, from a list the
 // test keeps up to date, so discovery is tested whether or not the adapter implements it.
 type topicLister struct {
-	pubsub.Backend
+	backend.Backend
 	mu     *sync.Mutex
 	topics *[]string
 }
@@ -285,12 +286,12 @@ func TestCollectorDiscoversTopics(t *testing.T) {
 	)
 	zb := newBackend(t, "zset")
 	b := zb
-	if _, ok := b.(pubsub.TopicLister); !ok {
+	if _, ok := b.(backend.TopicLister); !ok {
 		b = topicLister{Backend: zb, mu: &mu, topics: &topics}
 	}
 	subscribed(t, zb, "a")
 	publish(t, zb, "a", 1, 0)
-	c, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []pubsub.Backend{b}})
+	c, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []backend.Backend{b}})
 	require.NoError(t, err)
 	require.Equal(t, 1.0, gather(t, c)[`relq_ready{backend="zset",group="default",topic="a"}`])
 	require.Equal(t, 1, testutil.CollectAndCount(c, "relq_ready"))
@@ -318,7 +319,7 @@ func TestCollectorRedisDown(t *testing.T) {
 	opt.MaxRetries, opt.DialerRetries = -1, 1
 	client := redis.NewClient(opt)
 	t.Cleanup(func() { _ = client.Close() })
-	var backends []pubsub.Backend
+	var backends []backend.Backend
 	for _, a := range adapters {
 		b := newBackendOn(t, client, a.name)
 		subscribed(t, b, "orders")
@@ -370,8 +371,8 @@ func TestCollectorRedisDown(t *testing.T) {
 // stuck is a backend whose reads never return until released, ignoring their context, like
 // a Redis client that does not honour contexts talking to a hung server.
 type stuck struct {
-	pubsub.Backend // nil: only Name and Groups are called
-	release        chan struct{}
+	backend.Backend // nil: only Name and Groups are called
+	release         chan struct{}
 }
 
 func (stuck) Name() string { return "stuck" }
@@ -391,7 +392,7 @@ func TestCollectorTimeout(t *testing.T) {
 	subscribed(t, b, "orders")
 	publish(t, b, "orders", 2, 0)
 	c, err := metrics.NewCollector(metrics.CollectorConfig{
-		Backends: []pubsub.Backend{hung, b},
+		Backends: []backend.Backend{hung, b},
 		Topics:   []string{"orders"},
 		Timeout:  200 * time.Millisecond,
 	})
@@ -404,7 +405,7 @@ func TestCollectorTimeout(t *testing.T) {
 	require.Equal(t, 1, testutil.CollectAndCount(c, "relq_ready"))
 }
 
-// Each invalid field is named in a *pubsub.ConfigError.
+// Each invalid field is named in a *backend.ConfigError.
 func TestNewCollectorValidates(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t, "list")
@@ -414,24 +415,24 @@ func TestNewCollectorValidates(t *testing.T) {
 		field string
 	}{
 		{"no backends", metrics.CollectorConfig{Topics: []string{"t"}}, "Backends"},
-		{"nil backend", metrics.CollectorConfig{Backends: []pubsub.Backend{nil}, Topics: []string{"t"}}, "Backends"},
-		{"same name twice", metrics.CollectorConfig{Backends: []pubsub.Backend{b, b}, Topics: []string{"t"}}, "Backends"},
-		{"no topics, no lister", metrics.CollectorConfig{Backends: []pubsub.Backend{stuck{}}}, "Topics"},
-		{"invalid topic", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"a{b}"}}, "Topics"},
-		{"topic twice", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t", "t"}}, "Topics"},
-		{"namespace", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"}, Namespace: "my-app"}, "Namespace"},
-		{"negative timeout", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"}, Timeout: -time.Second}, "Timeout"},
-		{"reserved label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
+		{"nil backend", metrics.CollectorConfig{Backends: []backend.Backend{nil}, Topics: []string{"t"}}, "Backends"},
+		{"same name twice", metrics.CollectorConfig{Backends: []backend.Backend{b, b}, Topics: []string{"t"}}, "Backends"},
+		{"no topics, no lister", metrics.CollectorConfig{Backends: []backend.Backend{stuck{}}}, "Topics"},
+		{"invalid topic", metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"a{b}"}}, "Topics"},
+		{"topic twice", metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"t", "t"}}, "Topics"},
+		{"namespace", metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"t"}, Namespace: "my-app"}, "Namespace"},
+		{"negative timeout", metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"t"}, Timeout: -time.Second}, "Timeout"},
+		{"reserved label", metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"t"},
 			ConstLabels: prometheus.Labels{"topic": "x"}}, "ConstLabels"},
-		{"eviction label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
+		{"eviction label", metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"t"},
 			ConstLabels: prometheus.Labels{"policy": "x"}}, "ConstLabels"},
-		{"invalid label", metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"t"},
+		{"invalid label", metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"t"},
 			ConstLabels: prometheus.Labels{"__reserved": "x"}}, "ConstLabels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := metrics.NewCollector(tc.cfg)
-			require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
-			var ce *pubsub.ConfigError
+			require.ErrorIs(t, err, backend.ErrInvalidConfig)
+			var ce *backend.ConfigError
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, tc.field, ce.Field, err.Error())
 		})
@@ -448,7 +449,7 @@ func TestCollectorConstLabels(t *testing.T) {
 		subscribed(t, b, "orders")
 		publish(t, b, "orders", 1, 0)
 		c, err := metrics.NewCollector(metrics.CollectorConfig{
-			Backends:    []pubsub.Backend{b},
+			Backends:    []backend.Backend{b},
 			Topics:      []string{"orders"},
 			Namespace:   "app_relq",
 			ConstLabels: prometheus.Labels{"prefix": p},
@@ -472,12 +473,12 @@ func TestCollectorSkipsForeignGroups(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	b, err := streams.New(c, streams.Options{Prefix: prefix})
 	require.NoError(t, err)
-	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "events", Group: pubsub.DefaultGroup}))
+	require.NoError(t, b.EnsureGroup(context.Background(), &backend.EnsureGroupParams{Topic: "events", Group: backend.DefaultGroup}))
 	publish(t, b, "events", 1, 0)
 	stream := keys.Join(keys.Tag(prefix, "events"), "stream")
 	require.NoError(t, c.XGroupCreate(context.Background(), stream, "other app", "0").Err())
 
-	col, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"events"}})
+	col, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"events"}})
 	require.NoError(t, err)
 	m := gather(t, col)
 	require.Equal(t, 1.0, m[`relq_stats_up{backend="streams"}`])

@@ -1,6 +1,6 @@
 // Package metrics exports relq's queue state to Prometheus.
 //
-// A Collector reads pubsub.Backend.Stats for every topic and group at scrape time, so the
+// A Collector reads backend.Backend.Stats for every topic and group at scrape time, so the
 // numbers are Redis's, global across every publisher and subscriber process, and nothing
 // runs between scrapes. Register it with a prometheus.Registerer and serve the registry with
 // promhttp; docs/metrics.md lists the metrics and gives alert rules.

@@ -9,9 +9,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/metrics"
-	"github.com/relq/relq/pubsub"
 )
 
 // The collector exports Redis's eviction policy, flagged when it can evict queue keys, with
@@ -22,7 +22,7 @@ func TestCollectorReportsEviction(t *testing.T) {
 	server := redistest.Start(t, redistest.Options{})
 	admin := server.Client(t)
 	ctx := context.Background()
-	var backends []pubsub.Backend
+	var backends []backend.Backend
 	for _, a := range adapters {
 		b := newBackendOn(t, server.Client(t), a.name)
 		publish(t, b, "orders", 1, 0)
@@ -57,7 +57,7 @@ func TestCollectorReportsEviction(t *testing.T) {
 	user := redistest.User{Name: "noinfo", Password: "secret", Rules: []string{"~*", "+@all", "-info"}}
 	server.AddUser(t, user)
 	b := newBackendOn(t, server.ClientAs(t, user), "zset")
-	c, err = metrics.NewCollector(metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"orders"}})
+	c, err = metrics.NewCollector(metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"orders"}})
 	require.NoError(t, err)
 	got = gather(t, c)
 	require.Equal(t, 1.0, got[`relq_stats_up{backend="zset"}`])

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/metrics"
 	"github.com/relq/relq/pubsub"
@@ -29,18 +30,18 @@ func ExampleNewCollector() {
 	}
 	client := redis.NewClient(opt)
 	defer client.Close()
-	backend, err := list.New(client, list.Options{Prefix: "example-" + time.Now().Format("150405.000000")})
+	be, err := list.New(client, list.Options{Prefix: "example-" + time.Now().Format("150405.000000")})
 	if err != nil {
 		panic(err)
 	}
 	// The group a subscriber of "orders" registers: without one, messages wait in the topic's
 	// backlog, which has no group series.
-	_ = backend.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "orders", Group: pubsub.DefaultGroup})
-	pub, _ := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, nil)
+	_ = be.EnsureGroup(context.Background(), &backend.EnsureGroupParams{Topic: "orders", Group: backend.DefaultGroup})
+	pub, _ := pubsub.NewPublisher(be, pubsub.PublisherConfig{}, nil)
 	_ = pub.Publish("orders", message.NewMessage("1", []byte("a")), message.NewMessage("2", []byte("b")))
 
 	collector, err := metrics.NewCollector(metrics.CollectorConfig{
-		Backends: []pubsub.Backend{backend},
+		Backends: []backend.Backend{be},
 		Topics:   []string{"orders"},
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/metrics"
@@ -52,7 +53,7 @@ func TestCollectorReportsReregistrations(t *testing.T) {
 					m.Ack()
 				}
 			}()
-			col, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"orders"}})
+			col, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"orders"}})
 			require.NoError(t, err)
 			l := fmt.Sprintf(`{backend=%q,group="default",topic="orders"}`, a.name)
 			count, at := "relq_reregistered_total"+l, "relq_reregistered_timestamp_seconds"+l
@@ -82,12 +83,12 @@ func TestCollectorReportsBacklogDrops(t *testing.T) {
 	t.Parallel()
 	for _, a := range []struct {
 		name string
-		new  func(c redis.UniversalClient, prefix string) (pubsub.Backend, error)
+		new  func(c redis.UniversalClient, prefix string) (backend.Backend, error)
 	}{
-		{"list", func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+		{"list", func(c redis.UniversalClient, p string) (backend.Backend, error) {
 			return list.New(c, list.Options{Prefix: p, BacklogLimit: 3})
 		}},
-		{"zset", func(c redis.UniversalClient, p string) (pubsub.Backend, error) {
+		{"zset", func(c redis.UniversalClient, p string) (backend.Backend, error) {
 			return zset.New(c, zset.Options{Prefix: p, BacklogLimit: 3})
 		}},
 	} {
@@ -97,9 +98,9 @@ func TestCollectorReportsBacklogDrops(t *testing.T) {
 			require.NoError(t, err)
 			publish(t, b, "signups", 5, 0)
 			publish(t, b, "signups", 1, 0)
-			named, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []pubsub.Backend{b}, Topics: []string{"signups", "missing"}})
+			named, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []backend.Backend{b}, Topics: []string{"signups", "missing"}})
 			require.NoError(t, err)
-			discovering, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []pubsub.Backend{b}})
+			discovering, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []backend.Backend{b}})
 			require.NoError(t, err)
 			dropped := fmt.Sprintf(`relq_topic_backlog_dropped_total{backend=%q,topic="signups"}`, a.name)
 

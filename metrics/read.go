@@ -11,16 +11,16 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // source is one backend and what the collector remembers of it.
 type source struct {
-	backend pubsub.Backend
-	lister  pubsub.TopicLister // set when the topics are discovered at each scrape
+	backend backend.Backend
+	lister  backend.TopicLister // set when the topics are discovered at each scrape
 	// admin is set when the backend has the Admin API, which describes a topic's backlog in
 	// the round trip that lists its groups.
-	admin pubsub.Admin
+	admin backend.Admin
 	// healthy is the outcome of the last scrape, so a state change is logged once.
 	healthy atomic.Bool
 	// evicting is whether the last scrape found an eviction policy that drops queue keys,
@@ -34,7 +34,7 @@ type source struct {
 // scan when discovering.
 func (s *source) read(ctx context.Context, topics []string) result {
 	var r result
-	if er, ok := s.backend.(pubsub.EvictionReader); ok {
+	if er, ok := s.backend.(backend.EvictionReader); ok {
 		e, err := er.Eviction(ctx)
 		if err != nil {
 			return result{err: fmt.Errorf("eviction policy: %w", err)}
@@ -53,8 +53,8 @@ func (s *source) read(ctx context.Context, topics []string) result {
 
 // readTopics describes the configured topics, or every topic when discovering, sorted by
 // name; a configured topic that has neither a group nor a backlog is left out.
-func (s *source) readTopics(ctx context.Context, names []string) ([]pubsub.TopicInfo, error) {
-	var out []pubsub.TopicInfo
+func (s *source) readTopics(ctx context.Context, names []string) ([]backend.TopicInfo, error) {
+	var out []backend.TopicInfo
 	switch {
 	case s.lister != nil && s.admin != nil:
 		// The scan describes each topic it finds: no round trip more per topic.
@@ -72,11 +72,11 @@ func (s *source) readTopics(ctx context.Context, names []string) ([]pubsub.Topic
 		fallthrough
 	default:
 		for _, topic := range names {
-			if err := pubsub.ValidateName("topic", topic); err != nil {
+			if err := backend.ValidateName("topic", topic); err != nil {
 				return nil, err
 			}
 			t, err := s.describe(ctx, topic)
-			if errors.Is(err, pubsub.ErrTopicNotFound) {
+			if errors.Is(err, backend.ErrTopicNotFound) {
 				continue
 			}
 			if err != nil {
@@ -86,10 +86,10 @@ func (s *source) readTopics(ctx context.Context, names []string) ([]pubsub.Topic
 		}
 	}
 	// Sorted and unique already by contract; a duplicate would fail the whole scrape.
-	slices.SortFunc(out, func(a, b pubsub.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
-	out = slices.CompactFunc(out, func(a, b pubsub.TopicInfo) bool { return a.Name == b.Name })
+	slices.SortFunc(out, func(a, b backend.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	out = slices.CompactFunc(out, func(a, b backend.TopicInfo) bool { return a.Name == b.Name })
 	for _, t := range out {
-		if err := pubsub.ValidateName("topic", t.Name); err != nil {
+		if err := backend.ValidateName("topic", t.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -97,7 +97,7 @@ func (s *source) readTopics(ctx context.Context, names []string) ([]pubsub.Topic
 }
 
 // describe returns a topic's groups, and its backlog where the backend has the Admin API.
-func (s *source) describe(ctx context.Context, topic string) (pubsub.TopicInfo, error) {
+func (s *source) describe(ctx context.Context, topic string) (backend.TopicInfo, error) {
 	if s.admin != nil {
 		t, err := s.admin.Topic(ctx, topic)
 		if err != nil {
@@ -107,22 +107,22 @@ func (s *source) describe(ctx context.Context, topic string) (pubsub.TopicInfo, 
 	}
 	groups, err := s.backend.Groups(ctx, topic)
 	if err != nil {
-		return pubsub.TopicInfo{}, fmt.Errorf("groups of topic %q: %w", topic, err)
+		return backend.TopicInfo{}, fmt.Errorf("groups of topic %q: %w", topic, err)
 	}
-	return pubsub.TopicInfo{Name: topic, Groups: groups}, nil
+	return backend.TopicInfo{Name: topic, Groups: groups}, nil
 }
 
 // readStats returns the stats of every group of topics, or the first error.
-func (s *source) readStats(ctx context.Context, topics []pubsub.TopicInfo) ([]pubsub.Stats, error) {
-	var out []pubsub.Stats
+func (s *source) readStats(ctx context.Context, topics []backend.TopicInfo) ([]backend.Stats, error) {
+	var out []backend.Stats
 	for _, t := range topics {
 		for _, group := range t.Groups {
-			if pubsub.ValidateName("group", group) != nil {
+			if backend.ValidateName("group", group) != nil {
 				// Another program's consumer group on a streams topic, under a name relq
 				// does not accept: not relq's to report, and no reason to drop the rest.
 				continue
 			}
-			st, err := s.backend.Stats(ctx, &pubsub.StatsParams{Topic: t.Name, Group: group})
+			st, err := s.backend.Stats(ctx, &backend.StatsParams{Topic: t.Name, Group: group})
 			if err != nil {
 				return nil, fmt.Errorf("stats of topic %q group %q: %w", t.Name, group, err)
 			}

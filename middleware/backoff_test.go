@@ -11,6 +11,7 @@ import (
 	wm "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/middleware"
 	"github.com/relq/relq/pubsub"
 )
@@ -102,9 +103,9 @@ func TestBackoffRedeliversThenDeadLetters(t *testing.T) {
 	start(t, r)
 	e.publish("orders", newMessage("", "order-1"))
 
-	var dead []pubsub.DeadLetter
+	var dead []backend.DeadLetter
 	require.Eventually(t, func() bool {
-		dead, err = e.backend.DeadLetters(context.Background(), &pubsub.DeadLettersParams{Topic: "orders", Group: pubsub.DefaultGroup})
+		dead, err = e.backend.DeadLetters(context.Background(), &backend.DeadLettersParams{Topic: "orders", Group: pubsub.DefaultGroup})
 		require.NoError(t, err)
 		return len(dead) == 1
 	}, waitFor, 5*time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -28,7 +29,7 @@ type env struct {
 	t       *testing.T
 	client  *redis.Client
 	prefix  string
-	backend pubsub.Backend
+	backend backend.Backend
 	pub     *pubsub.Publisher
 }
 
@@ -98,18 +99,18 @@ func (e *env) publish(topic string, msgs ...*message.Message) {
 	require.NoError(e.t, e.pub.Publish(topic, msgs...))
 }
 
-func (e *env) stats(topic, group string) pubsub.Stats {
+func (e *env) stats(topic, group string) backend.Stats {
 	e.t.Helper()
-	st, err := e.backend.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: group})
+	st, err := e.backend.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: group})
 	require.NoError(e.t, err)
 	return st
 }
 
 // settled waits until topic's default group holds nothing (ready, delayed or pending), and
 // returns its stats.
-func (e *env) settled(topic string) pubsub.Stats {
+func (e *env) settled(topic string) backend.Stats {
 	e.t.Helper()
-	var st pubsub.Stats
+	var st backend.Stats
 	require.Eventually(e.t, func() bool {
 		st = e.stats(topic, pubsub.DefaultGroup)
 		return st.Ready == 0 && st.Delayed == 0 && st.Pending == 0 && st.Counters.Published > 0

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -55,7 +56,7 @@ type IdempotentConfig struct {
 	// Prefix starts every marker key, which is "{<Prefix>:idem:<handler>:<key>}" (see
 	// MarkerKey). Defaults to IdempotentPrefixDefault ("relq"), so that the ACL rule of the
 	// backends' keys, ~{relq:*, covers the markers too. Prefix follows the rules of backend
-	// prefixes (pubsub.ValidateName).
+	// prefixes (backend.ValidateName).
 	Prefix string
 	// InProgressTTL is how long a run holds its marker. It must exceed the longest run of the
 	// handler, including in-process retries: after it, a duplicate delivery may run while the
@@ -95,7 +96,7 @@ func (c IdempotentConfig) validate() error {
 	if c.Client == nil {
 		return configError("IdempotentConfig.Client", "is required")
 	}
-	if err := pubsub.ValidateName("prefix", c.Prefix); err != nil {
+	if err := backend.ValidateName("prefix", c.Prefix); err != nil {
 		return configError("IdempotentConfig.Prefix", err.Error())
 	}
 	switch {

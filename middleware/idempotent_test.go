@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/middleware"
 	"github.com/relq/relq/pubsub"
 )
@@ -320,7 +321,7 @@ func TestIdempotentProducedMessages(t *testing.T) {
 	r := newRouter(t, idempotent(t, cfg))
 	out := &failFirstPublish{Publisher: e.pub}
 	// A group on the output topic counts what reaches it (without one it would wait in the backlog).
-	require.NoError(t, e.backend.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "enriched", Group: pubsub.DefaultGroup}))
+	require.NoError(t, e.backend.EnsureGroup(context.Background(), &backend.EnsureGroupParams{Topic: "enriched", Group: pubsub.DefaultGroup}))
 	r.AddHandler("enrich", "orders", e.subscriber(pubsub.SubscriberConfig{}), "enriched", out,
 		func(msg *message.Message) ([]*message.Message, error) {
 			runs.add(pubsub.Attempt(msg))

@@ -2,6 +2,7 @@ package pubsub
 
 import (
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 )
 
 // ack is the acker goroutine. Workers queue their results in the heldSet and wake it; it
@@ -16,9 +17,9 @@ import (
 // Acks go first: a nack or release waiting behind them costs nothing but a little latency.
 func (s *subscription) ack() {
 	defer s.ackerWG.Done()
-	acks := &settler[Held]{what: "acking", size: newCallSize(s.config.AckBatch),
+	acks := &settler[backend.Held]{what: "acking", size: newCallSize(s.config.AckBatch),
 		retry: newRetrier("acking", s.config, s.logger), call: s.ackCall, done: s.forget}
-	nacks := &settler[NackItem]{what: "nacking", size: newCallSize(s.config.AckBatch),
+	nacks := &settler[backend.NackItem]{what: "nacking", size: newCallSize(s.config.AckBatch),
 		retry: newRetrier("nacking", s.config, s.logger), call: s.nackCall, done: s.forgetNacks}
 	quitting := false
 	for {
@@ -89,8 +90,8 @@ func (st *settler[T]) send(s *subscription, items []T) {
 }
 
 // ackCall acks one batch.
-func (s *subscription) ackCall(items []Held) error {
-	res, err := s.backend.Ack(s.hard, &AckParams{
+func (s *subscription) ackCall(items []backend.Held) error {
+	res, err := s.backend.Ack(s.hard, &backend.AckParams{
 		Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer, Items: items,
 	})
 	if err == nil && res.Stale > 0 {
@@ -101,8 +102,8 @@ func (s *subscription) ackCall(items []Held) error {
 }
 
 // nackCall nacks (or releases, or dead-letters) one batch.
-func (s *subscription) nackCall(items []NackItem) error {
-	res, err := s.backend.Nack(s.hard, &NackParams{
+func (s *subscription) nackCall(items []backend.NackItem) error {
+	res, err := s.backend.Nack(s.hard, &backend.NackParams{
 		Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer, Items: items,
 		MaxDeliveries: s.config.MaxDeliveries,
 	})
@@ -120,7 +121,7 @@ func (s *subscription) nackCall(items []NackItem) error {
 
 // forget drops acked deliveries from the held set; the claimer may have room again (see
 // heldSet.activeCount).
-func (s *subscription) forget(items []Held) {
+func (s *subscription) forget(items []backend.Held) {
 	for _, it := range items {
 		s.held.forget(it)
 	}
@@ -128,9 +129,9 @@ func (s *subscription) forget(items []Held) {
 }
 
 // forgetNacks drops nacked deliveries from the held set.
-func (s *subscription) forgetNacks(items []NackItem) {
+func (s *subscription) forgetNacks(items []backend.NackItem) {
 	for _, it := range items {
-		s.held.forget(Held{ID: it.ID, Attempt: it.Attempt})
+		s.held.forget(backend.Held{ID: it.ID, Attempt: it.Attempt})
 	}
 	s.freed()
 }

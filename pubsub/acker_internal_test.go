@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,19 +19,19 @@ import (
 // fits items fails as a Redis client's ReadTimeout fails it; when ran is set, the call did its
 // work first, like a script that finished after the client stopped waiting.
 type settleFake struct {
-	Backend // nil: any other method panics
-	ran     bool
+	backend.Backend // nil: any other method panics
+	ran             bool
 
 	mu    sync.Mutex
 	fits  int
-	calls []int        // items per call, in order
-	fails []bool       // whether each call timed out
-	runs  map[Held]int // calls that did their work with each item
-	ok    map[Held]int // calls that returned success with each item
+	calls []int                // items per call, in order
+	fails []bool               // whether each call timed out
+	runs  map[backend.Held]int // calls that did their work with each item
+	ok    map[backend.Held]int // calls that returned success with each item
 }
 
 func newSettleFake(fits int, ran bool) *settleFake {
-	return &settleFake{fits: fits, ran: ran, runs: map[Held]int{}, ok: map[Held]int{}}
+	return &settleFake{fits: fits, ran: ran, runs: map[backend.Held]int{}, ok: map[backend.Held]int{}}
 }
 
 // clientTimeout is the error go-redis returns when a reply outlasts ReadTimeout.
@@ -38,7 +39,7 @@ var errReadTimeout = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExc
 
 func (f *settleFake) Name() string { return "fake" }
 
-func (f *settleFake) settle(items []Held) error {
+func (f *settleFake) settle(items []backend.Held) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fail := len(items) > f.fits
@@ -58,22 +59,22 @@ func (f *settleFake) settle(items []Held) error {
 	return nil
 }
 
-func (f *settleFake) Ack(_ context.Context, p *AckParams) (AckResult, error) {
+func (f *settleFake) Ack(_ context.Context, p *backend.AckParams) (backend.AckResult, error) {
 	if err := f.settle(p.Items); err != nil {
-		return AckResult{}, err
+		return backend.AckResult{}, err
 	}
-	return AckResult{Acked: len(p.Items)}, nil
+	return backend.AckResult{Acked: len(p.Items)}, nil
 }
 
-func (f *settleFake) Nack(_ context.Context, p *NackParams) (NackResult, error) {
-	items := make([]Held, len(p.Items))
+func (f *settleFake) Nack(_ context.Context, p *backend.NackParams) (backend.NackResult, error) {
+	items := make([]backend.Held, len(p.Items))
 	for i, it := range p.Items {
-		items[i] = Held{ID: it.ID, Attempt: it.Attempt}
+		items[i] = backend.Held{ID: it.ID, Attempt: it.Attempt}
 	}
 	if err := f.settle(items); err != nil {
-		return NackResult{}, err
+		return backend.NackResult{}, err
 	}
-	return NackResult{Requeued: len(items)}, nil
+	return backend.NackResult{Requeued: len(items)}, nil
 }
 
 func (f *settleFake) setFits(n int) {
@@ -92,15 +93,15 @@ func (f *settleFake) record() (calls []int, fails []bool, settled int) {
 
 // runAcker queues n acks (or nacks) in a subscription over b, then runs its acker alone
 // until the test ends.
-func runAcker(t *testing.T, b Backend, c SubscriberConfig, n int, nack bool) *subscription {
+func runAcker(t *testing.T, b backend.Backend, c SubscriberConfig, n int, nack bool) *subscription {
 	t.Helper()
 	s, err := NewSubscriber(b, c, nil)
 	require.NoError(t, err)
 	sub := newSubscription(context.Background(), s, "t")
 	for i := range n {
-		d := Delivery{ID: strconv.Itoa(i + 1), Attempt: 1}
+		d := backend.Delivery{ID: strconv.Itoa(i + 1), Attempt: 1}
 		if nack {
-			sub.held.settleNack(NackItem{ID: d.ID, Attempt: d.Attempt})
+			sub.held.settleNack(backend.NackItem{ID: d.ID, Attempt: d.Attempt})
 		} else {
 			sub.held.settleAck(d)
 		}
@@ -206,9 +207,9 @@ func TestHeldSetCountsTheAckBacklog(t *testing.T) {
 	t.Parallel()
 	var h heldSet
 	h.init(3)
-	ds := make([]Delivery, 6)
+	ds := make([]backend.Delivery, 6)
 	for i := range ds {
-		ds[i] = Delivery{ID: strconv.Itoa(i + 1), Attempt: 1}
+		ds[i] = backend.Delivery{ID: strconv.Itoa(i + 1), Attempt: 1}
 		h.add(ds[i])
 		require.True(t, h.take(ds[i]))
 	}
@@ -217,11 +218,11 @@ func TestHeldSetCountsTheAckBacklog(t *testing.T) {
 		h.settleAck(d)
 	}
 	require.Equal(t, 1+2, h.activeCount(), "one handling, two acks beyond the backlog")
-	h.settleNack(NackItem{ID: "corrupt", Attempt: 1}) // never buffered
+	h.settleNack(backend.NackItem{ID: "corrupt", Attempt: 1}) // never buffered
 	require.Equal(t, 1+3, h.activeCount())
 	h.forget(key(ds[0]))
 	h.forget(key(ds[1]))
-	h.forget(Held{ID: "corrupt", Attempt: 1})
+	h.forget(backend.Held{ID: "corrupt", Attempt: 1})
 	require.Equal(t, 1, h.activeCount())
 	require.Len(t, h.leases(), 4)
 }

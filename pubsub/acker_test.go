@@ -12,20 +12,21 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
 // gatedAcks wraps a inner backend, records every Ack call, and holds the first one until
 // gate is closed, as a slow round trip would.
 type gatedAcks struct {
-	pubsub.Backend
+	backend.Backend
 	gate chan struct{}
 
 	mu    sync.Mutex
 	calls []int // items per Ack call
 }
 
-func (g *gatedAcks) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
+func (g *gatedAcks) Ack(ctx context.Context, p *backend.AckParams) (backend.AckResult, error) {
 	g.mu.Lock()
 	first := len(g.calls) == 0
 	g.calls = append(g.calls, len(p.Items))
@@ -66,7 +67,7 @@ func TestAcksCoalesceWhileACallIsInFlight(t *testing.T) {
 	// cancelled once its ack is queued for the acker.
 	waitQueued(t, msgs)
 	close(b.gate)
-	eventually(t, inner, topic, "all acked", func(st pubsub.Stats) bool { return st.Counters.Acked == n && st.Pending == 0 })
+	eventually(t, inner, topic, "all acked", func(st backend.Stats) bool { return st.Counters.Acked == n && st.Pending == 0 })
 
 	calls := b.ackCalls()
 	total := 0
@@ -94,7 +95,7 @@ func waitQueued(t *testing.T, msgs []*message.Message) {
 // timingOutAcks wraps a backend: an Ack call of more than fits items runs in Redis, then fails
 // as the Redis client fails a reply that outlasts its ReadTimeout.
 type timingOutAcks struct {
-	pubsub.Backend
+	backend.Backend
 	fits int
 
 	mu    sync.Mutex
@@ -102,7 +103,7 @@ type timingOutAcks struct {
 	acked map[string]bool // IDs of the calls that succeeded
 }
 
-func (b *timingOutAcks) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
+func (b *timingOutAcks) Ack(ctx context.Context, p *backend.AckParams) (backend.AckResult, error) {
 	res, err := b.Backend.Ack(ctx, p)
 	if err != nil {
 		return res, err
@@ -111,7 +112,7 @@ func (b *timingOutAcks) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.Ac
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, len(p.Items))
 	if len(p.Items) > b.fits {
-		return pubsub.AckResult{}, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+		return backend.AckResult{}, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 	}
 	for _, it := range p.Items {
 		b.acked[it.ID] = true
@@ -154,7 +155,7 @@ func TestAcksThatTimeOutAreSplit(t *testing.T) {
 		_, acked := b.record()
 		return acked == n
 	}, waitFor, 10*time.Millisecond, "not every ack went through a call that succeeded")
-	st := eventually(t, inner, topic, "all acked", func(st pubsub.Stats) bool { return st.Counters.Acked == n && st.Pending == 0 })
+	st := eventually(t, inner, topic, "all acked", func(st backend.Stats) bool { return st.Counters.Acked == n && st.Pending == 0 })
 	calls, _ := b.record()
 	t.Logf("items per call: %v; stale acks (acks sent again after a call that ran): %d", calls, st.Counters.StaleAcks)
 	require.Greater(t, slices.Max(calls), fits, "no call timed out")

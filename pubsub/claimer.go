@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 )
 
 // claim is the claimer goroutine: it keeps buffer filled up to Concurrency+Prefetch held
@@ -15,7 +16,7 @@ func (s *subscription) claim() {
 	capacity := s.config.Concurrency + s.config.Prefetch
 	refill := max(1, capacity/2)
 	r := newRetrier("claiming", s.config, s.logger)
-	p := &ClaimParams{
+	p := &backend.ClaimParams{
 		Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer,
 		Lease: s.config.Lease, Block: s.config.Block,
 	}
@@ -36,10 +37,10 @@ func (s *subscription) claim() {
 			switch {
 			case s.isStopping():
 				return
-			case errors.Is(err, ErrGroupDeleted):
+			case errors.Is(err, backend.ErrGroupDeleted):
 				s.groupDeleted(err)
 				return
-			case errors.Is(err, ErrGroupLost):
+			case errors.Is(err, backend.ErrGroupLost):
 				if !s.regain(err) {
 					return
 				}
@@ -57,14 +58,14 @@ func (s *subscription) claim() {
 // accept puts claimed deliveries in the buffer, or releases them when the stop began while
 // the claim was running. Deliveries that could not be decoded never reach a handler: they
 // are dead-lettered with the decode error as the reason, and the subscription goes on.
-func (s *subscription) accept(ds []Delivery) {
+func (s *subscription) accept(ds []backend.Delivery) {
 	stopping := s.isStopping()
 	for _, d := range ds {
 		switch {
 		case d.Err != nil:
 			s.logger.Error("relq: dead-lettering an entry that cannot be decoded", d.Err,
 				watermill.LogFields{"delivery_id": d.ID, "attempt": d.Attempt})
-			s.settle(NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: d.Err.Error()})
+			s.settle(backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: d.Err.Error()})
 		case stopping:
 			s.settle(release(d))
 		default:

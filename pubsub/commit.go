@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 )
 
 // Group commit: concurrent Publish calls on one topic share Backend.Publish calls.
@@ -45,7 +46,7 @@ const (
 // publishCall is one Publish call that passed validation.
 type publishCall struct {
 	ctx   context.Context
-	msgs  []OutMessage
+	msgs  []backend.OutMessage
 	bytes int // encoded size of msgs
 
 	// Guarded by Publisher.mu.
@@ -69,7 +70,7 @@ func (p *Publisher) enqueue(topic string, c *publishCall) (leads bool, err error
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return false, ErrClosed
+		return false, backend.ErrClosed
 	}
 	q, ok := p.topics[topic]
 	if !ok {
@@ -162,16 +163,16 @@ func (p *Publisher) take(topic string, q *topicQueue) (batch []*publishCall, n i
 func (p *Publisher) send(topic string, batch []*publishCall, n int) (publishErr, waitErr error) {
 	msgs := batch[0].msgs
 	if len(batch) > 1 {
-		msgs = make([]OutMessage, 0, n)
+		msgs = make([]backend.OutMessage, 0, n)
 		for _, c := range batch {
 			msgs = append(msgs, c.msgs...)
 		}
 	}
 	ctx, stop := commitContext(batch)
 	defer stop()
-	res, err := p.backend.Publish(ctx, &PublishParams{Topic: topic, Messages: msgs})
+	res, err := p.backend.Publish(ctx, &backend.PublishParams{Topic: topic, Messages: msgs})
 	if len(res.Reregistered) > 0 { // said even when the publish failed afterwards
-		p.logger.Error("relq: the topic's groups vanished from Redis without a delete; this publisher registered them again from what it knew of them", ErrGroupLost,
+		p.logger.Error("relq: the topic's groups vanished from Redis without a delete; this publisher registered them again from what it knew of them", backend.ErrGroupLost,
 			watermill.LogFields{"topic": topic, "groups": strings.Join(res.Reregistered, ",")})
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,10 +22,10 @@ const commitWait = 10 * time.Second
 // memPublish is a Backend of which only Publish works: it stores messages in memory, records
 // the size of every call, and can hold a call until released or fail it.
 type memPublish struct {
-	Backend // nil: any other method panics
+	backend.Backend // nil: any other method panics
 
 	mu      sync.Mutex
-	stored  []Envelope
+	stored  []backend.Envelope
 	calls   []int                 // messages per Publish call
 	hold    map[int]chan struct{} // call index -> closed to let it proceed
 	fail    map[int]error         // call index -> its error
@@ -42,7 +43,7 @@ func newMemPublish(held ...int) *memPublish {
 
 func (m *memPublish) Name() string { return "mem" }
 
-func (m *memPublish) Publish(ctx context.Context, p *PublishParams) (PublishResult, error) {
+func (m *memPublish) Publish(ctx context.Context, p *backend.PublishParams) (backend.PublishResult, error) {
 	m.mu.Lock()
 	i := len(m.calls)
 	m.calls = append(m.calls, len(p.Messages))
@@ -53,11 +54,11 @@ func (m *memPublish) Publish(ctx context.Context, p *PublishParams) (PublishResu
 		select {
 		case <-hold:
 		case <-ctx.Done(): // a flush must not be cancelled while a caller still waits for it
-			return PublishResult{}, ctx.Err()
+			return backend.PublishResult{}, ctx.Err()
 		}
 	}
 	if fail != nil {
-		return PublishResult{}, fail
+		return backend.PublishResult{}, fail
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -66,7 +67,7 @@ func (m *memPublish) Publish(ctx context.Context, p *PublishParams) (PublishResu
 		m.stored = append(m.stored, om.Envelope)
 		ids[j] = strconv.Itoa(len(m.stored))
 	}
-	return PublishResult{IDs: ids, BacklogDropped: m.dropped}, nil
+	return backend.PublishResult{IDs: ids, BacklogDropped: m.dropped}, nil
 }
 
 func (m *memPublish) release(i int) { close(m.hold[i]) }
@@ -104,7 +105,7 @@ func (m *memPublish) payloads() []string {
 	return out
 }
 
-func newCommitPublisher(t *testing.T, b Backend) *Publisher {
+func newCommitPublisher(t *testing.T, b backend.Backend) *Publisher {
 	t.Helper()
 	p, err := NewPublisher(b, PublisherConfig{}, nil)
 	require.NoError(t, err)
@@ -242,7 +243,7 @@ func TestPublishCommitIsBounded(t *testing.T) {
 	// The byte bound: two messages fit, a third would not.
 	b2 := newMemPublish(0)
 	p2 := newCommitPublisher(t, b2)
-	one := len(EncodeEnvelope(Envelope{UUID: "x-0", Payload: []byte("x-0")}))
+	one := len(backend.EncodeEnvelope(backend.Envelope{UUID: "x-0", Payload: []byte("x-0")}))
 	p2.maxBytes = 2*one + one/2
 	first = publishAsync(p2, "t", msgs(ctx, "first", 1)...)
 	b2.waitStarted(t, 0)
@@ -306,14 +307,14 @@ func TestPublishCommitInvalidCallFailsAlone(t *testing.T) {
 	ok1 := publishAsync(p, "t", msgs(ctx, "ok1", 1)...)
 	waitQueued(t, p, "t", 1)
 
-	require.ErrorIs(t, p.Publish("t", append(msgs(ctx, "nil", 1), nil)...), ErrNilMessage)
-	require.ErrorIs(t, p.Publish("t", append([]*message.Message{nil}, msgs(ctx, "nil", 1)...)...), ErrNilMessage)
+	require.ErrorIs(t, p.Publish("t", append(msgs(ctx, "nil", 1), nil)...), backend.ErrNilMessage)
+	require.ErrorIs(t, p.Publish("t", append([]*message.Message{nil}, msgs(ctx, "nil", 1)...)...), backend.ErrNilMessage)
 	reserved := msgs(ctx, "reserved", 1)
 	reserved[0].Metadata.Set(ReservedPrefix+"typo", "1")
-	require.ErrorIs(t, p.Publish("t", reserved...), ErrReservedMetadata)
+	require.ErrorIs(t, p.Publish("t", reserved...), backend.ErrReservedMetadata)
 	big := message.NewMessage("big", make([]byte, 200))
-	require.ErrorIs(t, p.Publish("t", big), ErrMessageTooLarge)
-	require.ErrorIs(t, p.Publish("bad topic", msgs(ctx, "x", 1)...), ErrInvalidName)
+	require.ErrorIs(t, p.Publish("t", big), backend.ErrMessageTooLarge)
+	require.ErrorIs(t, p.Publish("bad topic", msgs(ctx, "x", 1)...), backend.ErrInvalidName)
 	require.Equal(t, 1, p.queued("t"), "an invalid call queued")
 
 	ok2 := publishAsync(p, "t", msgs(ctx, "ok2", 1)...)
@@ -503,7 +504,7 @@ func TestPublisherCloseFinishesQueuedCalls(t *testing.T) {
 		_ = p.Close()
 	}()
 	require.Eventually(t, p.isClosed, commitWait, time.Millisecond)
-	require.ErrorIs(t, p.Publish("t", msgs(ctx, "late", 1)...), ErrClosed)
+	require.ErrorIs(t, p.Publish("t", msgs(ctx, "late", 1)...), backend.ErrClosed)
 	select {
 	case <-closed:
 		t.Fatal("Close returned while a call was in flight")

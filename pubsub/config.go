@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/relq/relq/backend"
 )
 
 // Defaults of PublisherConfig and SubscriberConfig.
@@ -55,11 +56,11 @@ func (c PublisherConfig) WithDefaults() PublisherConfig {
 func (c PublisherConfig) validate() error {
 	switch {
 	case c.MaxMessageBytes < 0:
-		return &ConfigError{Field: "MaxMessageBytes", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "MaxMessageBytes", Reason: "must not be negative"}
 	case c.WaitReplicas < 0:
-		return &ConfigError{Field: "WaitReplicas", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "WaitReplicas", Reason: "must not be negative"}
 	case c.WaitTimeout < 0:
-		return &ConfigError{Field: "WaitTimeout", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "WaitTimeout", Reason: "must not be negative"}
 	}
 	return nil
 }
@@ -158,11 +159,11 @@ type SubscriberConfig struct {
 // WithDefaults returns a copy with zero fields set to their defaults.
 func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 	if c.Group == "" {
-		c.Group = DefaultGroup
+		c.Group = backend.DefaultGroup
 	}
 	if c.Consumer == "" {
 		host, _ := os.Hostname()
-		if ValidateName("consumer", host) != nil {
+		if backend.ValidateName("consumer", host) != nil {
 			host = "consumer"
 		}
 		c.Consumer = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
@@ -215,38 +216,38 @@ func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 
 // validate checks a config after WithDefaults.
 func (c SubscriberConfig) validate() error {
-	if err := ValidateName("group", c.Group); err != nil {
-		return &ConfigError{Field: "Group", Reason: err.Error()}
+	if err := backend.ValidateName("group", c.Group); err != nil {
+		return &backend.ConfigError{Field: "Group", Reason: err.Error()}
 	}
-	if err := ValidateName("consumer", c.Consumer); err != nil {
-		return &ConfigError{Field: "Consumer", Reason: err.Error()}
+	if err := backend.ValidateName("consumer", c.Consumer); err != nil {
+		return &backend.ConfigError{Field: "Consumer", Reason: err.Error()}
 	}
 	switch {
-	case len(c.Consumer) > MaxNameLength-consumerSuffixLen:
-		return &ConfigError{Field: "Consumer", Reason: fmt.Sprintf("longer than %d bytes (each Subscribe call adds a %d-byte suffix)",
-			MaxNameLength-consumerSuffixLen, consumerSuffixLen)}
+	case len(c.Consumer) > backend.MaxNameLength-consumerSuffixLen:
+		return &backend.ConfigError{Field: "Consumer", Reason: fmt.Sprintf("longer than %d bytes (each Subscribe call adds a %d-byte suffix)",
+			backend.MaxNameLength-consumerSuffixLen, consumerSuffixLen)}
 	case c.Concurrency < 1:
-		return &ConfigError{Field: "Concurrency", Reason: "must be at least 1"}
+		return &backend.ConfigError{Field: "Concurrency", Reason: "must be at least 1"}
 	case c.Lease < 10*time.Millisecond:
-		return &ConfigError{Field: "Lease", Reason: "must be at least 10ms"}
+		return &backend.ConfigError{Field: "Lease", Reason: "must be at least 10ms"}
 	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval >= c.Lease:
-		return &ConfigError{Field: "HeartbeatInterval", Reason: "must be positive and shorter than Lease"}
+		return &backend.ConfigError{Field: "HeartbeatInterval", Reason: "must be positive and shorter than Lease"}
 	case c.ReclaimInterval <= 0:
-		return &ConfigError{Field: "ReclaimInterval", Reason: "must be positive"}
+		return &backend.ConfigError{Field: "ReclaimInterval", Reason: "must be positive"}
 	case c.Block < time.Millisecond:
-		return &ConfigError{Field: "Block", Reason: "must be at least 1ms"}
+		return &backend.ConfigError{Field: "Block", Reason: "must be at least 1ms"}
 	case c.CloseTimeout < 0:
-		return &ConfigError{Field: "CloseTimeout", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "CloseTimeout", Reason: "must not be negative"}
 	case c.RetryMin <= 0 || c.RetryMax < c.RetryMin:
-		return &ConfigError{Field: "RetryMax", Reason: "RetryMin must be positive and RetryMax at least RetryMin"}
+		return &backend.ConfigError{Field: "RetryMax", Reason: "RetryMin must be positive and RetryMax at least RetryMin"}
 	case c.AckBatch < 1:
-		return &ConfigError{Field: "AckBatch", Reason: "must be at least 1"}
+		return &backend.ConfigError{Field: "AckBatch", Reason: "must be at least 1"}
 	case !c.Ephemeral && c.EphemeralTTL != 0:
-		return &ConfigError{Field: "EphemeralTTL", Reason: "is set but Ephemeral is not"}
+		return &backend.ConfigError{Field: "EphemeralTTL", Reason: "is set but Ephemeral is not"}
 	case c.Ephemeral && c.EphemeralTTL < ephemeralTTLMin:
-		return &ConfigError{Field: "EphemeralTTL", Reason: "must be at least 30ms (it is renewed every EphemeralTTL/3)"}
+		return &backend.ConfigError{Field: "EphemeralTTL", Reason: "must be at least 30ms (it is renewed every EphemeralTTL/3)"}
 	case c.Ephemeral && c.FromOldest:
-		return &ConfigError{Field: "FromOldest", Reason: "cannot be set with Ephemeral: an ephemeral group starts with the next publish (or takes the topic's backlog)"}
+		return &backend.ConfigError{Field: "FromOldest", Reason: "cannot be set with Ephemeral: an ephemeral group starts with the next publish (or takes the topic's backlog)"}
 	}
 	return nil
 }

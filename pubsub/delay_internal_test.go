@@ -8,6 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,8 +76,8 @@ func TestWatermillDelayBeyondMaxDelay(t *testing.T) {
 				require.LessOrEqual(t, d, MaxDelay)
 				return
 			}
-			require.ErrorIs(t, err, ErrDelayTooLong)
-			var de *DelayError
+			require.ErrorIs(t, err, backend.ErrDelayTooLong)
+			var de *backend.DelayError
 			require.ErrorAs(t, err, &de)
 			require.Equal(t, tc.key, de.Key)
 			require.Equal(t, "u", de.UUID)
@@ -99,10 +100,10 @@ func TestOutMessageDelayBounds(t *testing.T) {
 		m.Metadata.Set(MetadataDelayMs, raw)
 		out, _, err := outMessage(m, 0, now)
 		if want < 0 {
-			require.ErrorIs(t, err, ErrDelayTooLong, raw)
-			var de *DelayError
+			require.ErrorIs(t, err, backend.ErrDelayTooLong, raw)
+			var de *backend.DelayError
 			require.ErrorAs(t, err, &de)
-			require.Equal(t, DelayError{UUID: m.UUID, Key: MetadataDelayMs, Value: raw}, *de)
+			require.Equal(t, backend.DelayError{UUID: m.UUID, Key: MetadataDelayMs, Value: raw}, *de)
 			continue
 		}
 		require.NoError(t, err, raw)
@@ -111,5 +112,5 @@ func TestOutMessageDelayBounds(t *testing.T) {
 	m := message.NewMessage(watermill.NewUUID(), nil)
 	SetDelay(m, MaxDelay+time.Millisecond)
 	_, _, err := outMessage(m, 0, now)
-	require.ErrorIs(t, err, ErrDelayTooLong)
+	require.ErrorIs(t, err, backend.ErrDelayTooLong)
 }

@@ -8,19 +8,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
 // lostReleaseReply wraps a backend: its first Nack that releases runs, then waits for hold
 // to be closed, then reports an error as if the reply had been lost, so the acker retries it.
 type lostReleaseReply struct {
-	pubsub.Backend
+	backend.Backend
 	released chan struct{} // closed once the first release ran
 	hold     chan struct{}
 	once     sync.Once
 }
 
-func (l *lostReleaseReply) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackResult, error) {
+func (l *lostReleaseReply) Nack(ctx context.Context, p *backend.NackParams) (backend.NackResult, error) {
 	res, err := l.Backend.Nack(ctx, p)
 	first := false
 	for _, it := range p.Items {
@@ -33,7 +34,7 @@ func (l *lostReleaseReply) Nack(ctx context.Context, p *pubsub.NackParams) (pubs
 	}
 	close(l.released)
 	<-l.hold
-	return pubsub.NackResult{}, errors.New("reply lost")
+	return backend.NackResult{}, errors.New("reply lost")
 }
 
 // A release whose reply was lost is retried; by then another subscription of the same
@@ -53,7 +54,7 @@ func TestRetriedReleaseDoesNotReleaseAnotherSubscriptionsClaim(t *testing.T) {
 	_, err := sub.Subscribe(ctx1, topic) // never read: its one message is released at the stop
 	require.NoError(t, err)
 	publishN(t, pub, topic, 1)
-	eventually(t, inner, topic, "claimed by the first subscription", func(st pubsub.Stats) bool { return st.Pending == 1 })
+	eventually(t, inner, topic, "claimed by the first subscription", func(st backend.Stats) bool { return st.Pending == 1 })
 
 	ch2, err := sub.Subscribe(context.Background(), topic)
 	require.NoError(t, err)
@@ -63,11 +64,11 @@ func TestRetriedReleaseDoesNotReleaseAnotherSubscriptionsClaim(t *testing.T) {
 	require.Equal(t, 1, pubsub.Attempt(got))
 	close(b.hold) // the release's retry goes out while the second subscription holds it
 
-	eventually(t, inner, topic, "the retried release counted stale", func(st pubsub.Stats) bool {
+	eventually(t, inner, topic, "the retried release counted stale", func(st backend.Stats) bool {
 		return st.Counters.StaleNacks == 1
 	})
 	require.True(t, got.Ack())
-	st := eventually(t, inner, topic, "acked", func(st pubsub.Stats) bool {
+	st := eventually(t, inner, topic, "acked", func(st backend.Stats) bool {
 		return st.Counters.Acked == 1 && st.Pending == 0 && st.Ready == 0
 	})
 	require.Equal(t, int64(2), st.Counters.Claimed, "the retried release took the message from its new holder")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 )
 
 // heartbeat extends, every HeartbeatInterval, the lease of every delivery the subscription
@@ -21,7 +22,7 @@ func (s *subscription) heartbeat() {
 		if len(items) == 0 {
 			continue
 		}
-		lost, err := s.backend.Extend(s.hard, &ExtendParams{
+		lost, err := s.backend.Extend(s.hard, &backend.ExtendParams{
 			Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer,
 			Items: items, Lease: s.config.Lease,
 		})
@@ -70,7 +71,7 @@ const expiryMargin = 5 * time.Millisecond
 func (s *subscription) reclaim() {
 	defer s.loopsWG.Done()
 	r := newRetrier("reclaiming expired leases", s.config, s.logger)
-	p := &ReclaimParams{
+	p := &backend.ReclaimParams{
 		Topic: s.topic, Group: s.config.Group,
 		MaxDeliveries: s.config.MaxDeliveries, OrphanLease: s.config.Lease,
 	}
@@ -82,11 +83,11 @@ func (s *subscription) reclaim() {
 	for sleep(wait, s.stopping) {
 		res, err := s.backend.Reclaim(s.hard, p)
 		if err != nil {
-			if errors.Is(err, ErrGroupDeleted) {
+			if errors.Is(err, backend.ErrGroupDeleted) {
 				s.groupDeleted(err)
 				return
 			}
-			if errors.Is(err, ErrGroupLost) {
+			if errors.Is(err, backend.ErrGroupLost) {
 				if !s.regain(err) {
 					return
 				}
@@ -113,7 +114,7 @@ func (s *subscription) reclaim() {
 // first. idle is the floor of a wake for a lease reported due that then found nothing to do;
 // it doubles while that repeats (a lease extended at its deadline, or a backend reporting a
 // lease it cannot reclaim), so a stuck report cannot make a busy loop.
-func reclaimWait(res ReclaimResult, untilSweep, idle time.Duration) (wait, nextIdle time.Duration) {
+func reclaimWait(res backend.ReclaimResult, untilSweep, idle time.Duration) (wait, nextIdle time.Duration) {
 	if res.NextExpiry == 0 {
 		return untilSweep, 0
 	}

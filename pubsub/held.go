@@ -1,6 +1,10 @@
 package pubsub
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/relq/relq/backend"
+)
 
 type heldState uint8
 
@@ -26,24 +30,24 @@ type heldEntry struct {
 // delivery, with its own lease.
 type heldSet struct {
 	mu      sync.Mutex
-	entries map[Held]*heldEntry
+	entries map[backend.Held]*heldEntry
 	active  int // buffered or handling: what counts against Concurrency+Prefetch
 	waiting int // settling: acked or nacked, until the acker's call for it succeeds
 	backlog int // settling entries beyond this count against the capacity too
-	acks    []Held
-	nacks   []NackItem
+	acks    []backend.Held
+	nacks   []backend.NackItem
 }
 
 // init prepares the set; backlog is AckBatch.
 func (h *heldSet) init(backlog int) {
-	h.entries = make(map[Held]*heldEntry)
+	h.entries = make(map[backend.Held]*heldEntry)
 	h.backlog = backlog
 }
 
-func key(d Delivery) Held { return Held{ID: d.ID, Attempt: d.Attempt} }
+func key(d backend.Delivery) backend.Held { return backend.Held{ID: d.ID, Attempt: d.Attempt} }
 
 // add registers a claimed delivery as buffered.
-func (h *heldSet) add(d Delivery) {
+func (h *heldSet) add(d backend.Delivery) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.entries[key(d)] = &heldEntry{state: stateBuffered}
@@ -62,7 +66,7 @@ func (h *heldSet) activeCount() int {
 
 // take moves a buffered delivery to a worker. It returns false, and forgets the delivery,
 // when its lease was lost while it waited in the buffer.
-func (h *heldSet) take(d Delivery) bool {
+func (h *heldSet) take(d backend.Delivery) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e, ok := h.entries[key(d)]
@@ -78,7 +82,7 @@ func (h *heldSet) take(d Delivery) bool {
 }
 
 // settleAck queues an ack for the acker.
-func (h *heldSet) settleAck(d Delivery) {
+func (h *heldSet) settleAck(d backend.Delivery) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.settling(key(d))
@@ -88,14 +92,14 @@ func (h *heldSet) settleAck(d Delivery) {
 // settleNack queues a nack (retry, release or dead letter) for the acker. A delivery not
 // seen before (a corrupt entry, never buffered) is registered as settling, so the heartbeat
 // keeps its lease meanwhile.
-func (h *heldSet) settleNack(item NackItem) {
+func (h *heldSet) settleNack(item backend.NackItem) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.settling(Held{ID: item.ID, Attempt: item.Attempt})
+	h.settling(backend.Held{ID: item.ID, Attempt: item.Attempt})
 	h.nacks = append(h.nacks, item)
 }
 
-func (h *heldSet) settling(k Held) {
+func (h *heldSet) settling(k backend.Held) {
 	e, ok := h.entries[k]
 	switch {
 	case !ok:
@@ -110,7 +114,7 @@ func (h *heldSet) settling(k Held) {
 }
 
 // queued takes the acks and nacks queued since the last call.
-func (h *heldSet) queued() ([]Held, []NackItem) {
+func (h *heldSet) queued() ([]backend.Held, []backend.NackItem) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	acks, nacks := h.acks, h.nacks
@@ -120,7 +124,7 @@ func (h *heldSet) queued() ([]Held, []NackItem) {
 
 // forget drops a delivery that is no longer held: its ack or nack went through, or the
 // subscription gave up on it and lets its lease expire.
-func (h *heldSet) forget(k Held) {
+func (h *heldSet) forget(k backend.Held) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e, ok := h.entries[k]; ok {
@@ -128,7 +132,7 @@ func (h *heldSet) forget(k Held) {
 	}
 }
 
-func (h *heldSet) remove(k Held, e *heldEntry) {
+func (h *heldSet) remove(k backend.Held, e *heldEntry) {
 	if e.state == stateSettling {
 		h.waiting--
 	} else {
@@ -138,10 +142,10 @@ func (h *heldSet) remove(k Held, e *heldEntry) {
 }
 
 // leases returns the deliveries whose leases the heartbeat extends.
-func (h *heldSet) leases() []Held {
+func (h *heldSet) leases() []backend.Held {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	items := make([]Held, 0, len(h.entries))
+	items := make([]backend.Held, 0, len(h.entries))
 	for k, e := range h.entries {
 		if !e.lost {
 			items = append(items, k)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -25,10 +26,10 @@ import (
 // group do in Redis) is conformance's; here a recording backend over the list backend stands
 // for it, whose Join registers the group with EnsureGroup and whose Leave only records.
 
-// lifecycle is a list backend that implements pubsub.Ephemeral by recording calls, and can
+// lifecycle is a list backend that implements backend.Ephemeral by recording calls, and can
 // act as if its group were deleted: Claim and renewals then fail with ErrGroupDeleted.
 type lifecycle struct {
-	pubsub.Backend
+	backend.Backend
 	deleted atomic.Bool
 
 	mu     sync.Mutex
@@ -66,7 +67,7 @@ func (b *lifecycle) count(event string) int {
 	return n
 }
 
-func (b *lifecycle) Join(ctx context.Context, p *pubsub.JoinParams) error {
+func (b *lifecycle) Join(ctx context.Context, p *backend.JoinParams) error {
 	if p.Renew {
 		if b.deleted.Load() {
 			return fmt.Errorf("renew: %w", pubsub.ErrGroupDeleted)
@@ -75,32 +76,32 @@ func (b *lifecycle) Join(ctx context.Context, p *pubsub.JoinParams) error {
 		return nil
 	}
 	b.record("join %s", p.Consumer)
-	return b.Backend.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: p.Topic, Group: p.Group})
+	return b.Backend.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: p.Topic, Group: p.Group})
 }
 
-func (b *lifecycle) Leave(_ context.Context, p *pubsub.LeaveParams) error {
+func (b *lifecycle) Leave(_ context.Context, p *backend.LeaveParams) error {
 	b.record("leave %s", p.Consumer)
 	return nil
 }
 
-func (b *lifecycle) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) error {
+func (b *lifecycle) EnsureGroup(ctx context.Context, p *backend.EnsureGroupParams) error {
 	b.record("register")
 	return b.Backend.EnsureGroup(ctx, p)
 }
 
-func (b *lifecycle) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
+func (b *lifecycle) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
 	if b.deleted.Load() {
 		return nil, fmt.Errorf("claim: %w", pubsub.ErrGroupDeleted)
 	}
 	return b.Backend.Claim(ctx, p)
 }
 
-func (b *lifecycle) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
+func (b *lifecycle) Ack(ctx context.Context, p *backend.AckParams) (backend.AckResult, error) {
 	b.record("ack")
 	return b.Backend.Ack(ctx, p)
 }
 
-func (b *lifecycle) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackResult, error) {
+func (b *lifecycle) Nack(ctx context.Context, p *backend.NackParams) (backend.NackResult, error) {
 	for _, it := range p.Items {
 		if it.Release {
 			b.record("release")
@@ -109,7 +110,7 @@ func (b *lifecycle) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.Nack
 	return b.Backend.Nack(ctx, p)
 }
 
-var _ pubsub.Ephemeral = (*lifecycle)(nil)
+var _ backend.Ephemeral = (*lifecycle)(nil)
 
 func TestEphemeralConfig(t *testing.T) {
 	t.Parallel()
@@ -127,7 +128,7 @@ func TestEphemeralConfig(t *testing.T) {
 	require.ErrorContains(t, err, "EphemeralTTL must be at least 30ms")
 
 	// A backend without Join and Leave cannot keep an ephemeral group.
-	_, err = pubsub.NewSubscriber(struct{ pubsub.Backend }{b}, pubsub.SubscriberConfig{Ephemeral: true}, nil)
+	_, err = pubsub.NewSubscriber(struct{ backend.Backend }{b}, pubsub.SubscriberConfig{Ephemeral: true}, nil)
 	var ce *pubsub.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "Ephemeral", ce.Field)
@@ -157,7 +158,7 @@ func TestEphemeralSubscriptionJoinsRenewsAndLeaves(t *testing.T) {
 
 	publishN(t, pub, topic, 3)
 	held := receive(t, ch)
-	eventually(t, b, topic, "all three claimed", func(st pubsub.Stats) bool { return st.Pending == 3 })
+	eventually(t, b, topic, "all three claimed", func(st backend.Stats) bool { return st.Pending == 3 })
 	require.Eventually(t, func() bool { return b.count("renew sub") >= 3 }, waitFor, time.Millisecond,
 		"the membership is renewed every EphemeralTTL/3")
 
@@ -222,7 +223,7 @@ func TestDeletedGroupStopsTheSubscription(t *testing.T) {
 	require.NoError(t, err)
 	publishN(t, pub, topic, 3)
 	held := receive(t, ch)
-	eventually(t, b, topic, "all three claimed", func(st pubsub.Stats) bool { return st.Pending == 3 })
+	eventually(t, b, topic, "all three claimed", func(st backend.Stats) bool { return st.Pending == 3 })
 
 	b.deleted.Store(true)
 	select {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -24,14 +25,14 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 const waitFor = 10 * time.Second
 
 // newBackend returns a list backend on the shared server, in a key namespace of this test.
-func newBackend(t *testing.T) pubsub.Backend {
+func newBackend(t *testing.T) backend.Backend {
 	t.Helper()
 	b, err := list.New(redistest.Shared(t).Client(t), list.Options{Prefix: redistest.Prefix(t)})
 	require.NoError(t, err)
 	return b
 }
 
-func newPublisher(t *testing.T, b pubsub.Backend) *pubsub.Publisher {
+func newPublisher(t *testing.T, b backend.Backend) *pubsub.Publisher {
 	t.Helper()
 	p, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, watermill.NewStdLogger(false, false))
 	require.NoError(t, err)
@@ -39,7 +40,7 @@ func newPublisher(t *testing.T, b pubsub.Backend) *pubsub.Publisher {
 	return p
 }
 
-func newSubscriber(t *testing.T, b pubsub.Backend, c pubsub.SubscriberConfig) *pubsub.Subscriber {
+func newSubscriber(t *testing.T, b backend.Backend, c pubsub.SubscriberConfig) *pubsub.Subscriber {
 	t.Helper()
 	s, err := pubsub.NewSubscriber(b, c, watermill.NewStdLogger(false, false))
 	require.NoError(t, err)
@@ -47,15 +48,15 @@ func newSubscriber(t *testing.T, b pubsub.Backend, c pubsub.SubscriberConfig) *p
 	return s
 }
 
-func stats(t *testing.T, b pubsub.Backend, topic string) pubsub.Stats {
+func stats(t *testing.T, b backend.Backend, topic string) backend.Stats {
 	t.Helper()
-	st, err := b.Stats(context.Background(), &pubsub.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
+	st, err := b.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
 	require.NoError(t, err)
 	return st
 }
 
 // eventually polls the stats of the default group until cond holds.
-func eventually(t *testing.T, b pubsub.Backend, topic string, what string, cond func(pubsub.Stats) bool) pubsub.Stats {
+func eventually(t *testing.T, b backend.Backend, topic string, what string, cond func(backend.Stats) bool) backend.Stats {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 )
 
 // A subscription registers its group as it starts (Subscribe, SubscribeInitialize). A group
@@ -25,12 +26,12 @@ import (
 func (s *Subscriber) register(ctx context.Context, topic, consumer string) error {
 	what := "registering group on topic " + topic
 	call := func() error {
-		return s.backend.EnsureGroup(ctx, &EnsureGroupParams{Topic: topic, Group: s.config.Group, FromOldest: s.config.FromOldest})
+		return s.backend.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: topic, Group: s.config.Group, FromOldest: s.config.FromOldest})
 	}
 	if s.ephemeral != nil {
 		what = "joining ephemeral group on topic " + topic
 		call = func() error {
-			return s.ephemeral.Join(ctx, &JoinParams{Topic: topic, Group: s.config.Group, Consumer: consumer, TTL: s.config.EphemeralTTL})
+			return s.ephemeral.Join(ctx, &backend.JoinParams{Topic: topic, Group: s.config.Group, Consumer: consumer, TTL: s.config.EphemeralTTL})
 		}
 	}
 	r := newRetrier(what, s.config, s.logger)
@@ -49,7 +50,7 @@ func (s *Subscriber) register(ctx context.Context, topic, consumer string) error
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.closing:
-			return ErrClosed
+			return backend.ErrClosed
 		case <-time.After(wait):
 		}
 	}
@@ -64,7 +65,7 @@ func (s *Subscriber) leave(topic, consumer string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.config.CloseTimeout)
 	defer cancel()
-	err := s.ephemeral.Leave(ctx, &LeaveParams{Topic: topic, Group: s.config.Group, Consumer: consumer})
+	err := s.ephemeral.Leave(ctx, &backend.LeaveParams{Topic: topic, Group: s.config.Group, Consumer: consumer})
 	if err != nil && !groupGone(err) {
 		s.logger.Info("relq: could not leave the ephemeral group; the membership expires after EphemeralTTL",
 			watermill.LogFields{"topic": topic, "member": consumer, "error": err.Error()})
@@ -78,7 +79,7 @@ func (s *subscription) renew() {
 	defer s.memberWG.Done()
 	interval := s.config.renewInterval()
 	r := newRetrier("renewing the ephemeral group's membership", s.config, s.logger)
-	p := &JoinParams{Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer, TTL: s.config.EphemeralTTL, Renew: true}
+	p := &backend.JoinParams{Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer, TTL: s.config.EphemeralTTL, Renew: true}
 	wait := interval
 	for sleep(wait, s.leaving) {
 		err := s.ephemeral.Join(s.hard, p)
@@ -86,13 +87,13 @@ func (s *subscription) renew() {
 		case err == nil:
 			r.ok()
 			wait = interval
-		case errors.Is(err, ErrGroupLost):
+		case errors.Is(err, backend.ErrGroupLost):
 			if !s.regain(err) {
 				return
 			}
 			r.ok()
 			wait = interval
-		case groupGone(err) || errors.Is(err, ErrNotEphemeral):
+		case groupGone(err) || errors.Is(err, backend.ErrNotEphemeral):
 			s.groupDeleted(err)
 			return
 		case s.hard.Err() != nil:
@@ -115,7 +116,7 @@ func (s *subscription) leaveGroup() {
 		return
 	}
 	r := newRetrier("leaving the ephemeral group", s.config, s.logger)
-	p := &LeaveParams{Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer}
+	p := &backend.LeaveParams{Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer}
 	for {
 		err := s.ephemeral.Leave(s.hard, p)
 		if err == nil || groupGone(err) {
@@ -151,5 +152,5 @@ func (s *subscription) isGone() bool {
 
 // groupGone reports an error saying the group is not registered.
 func groupGone(err error) bool {
-	return errors.Is(err, ErrGroupDeleted) || errors.Is(err, ErrGroupNotFound)
+	return errors.Is(err, backend.ErrGroupDeleted) || errors.Is(err, backend.ErrGroupNotFound)
 }

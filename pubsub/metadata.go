@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 )
 
 // Metadata keys. Keys starting with ReservedPrefix belong to relq: the subscriber sets the
@@ -35,12 +36,8 @@ const (
 	WatermillDelayedFor   = "_watermill_delayed_for"
 )
 
-// MaxDelay is the longest delay relq accepts, for a publish (SetDelay, Watermill's delay
-// metadata) and for a nack (SetNackDelay, SubscriberConfig.NackBackoff): 100 years of 365
-// days. A due time within it stays exact in every unit relq converts it to, while
-// time.Duration itself ends at about 292 years. Publish rejects a longer delay with a
-// *DelayError; a nack with one dead-letters the message. Neither delivers it early.
-const MaxDelay = 100 * 365 * 24 * time.Hour
+// MaxDelay is the longest delay relq accepts: backend.MaxDelay.
+const MaxDelay = backend.MaxDelay
 
 // msDelay converts a delay in whole milliseconds, as the metadata keys hold it: a negative
 // one is no delay, and one beyond MaxDelay is reported (ok false) before a multiplication

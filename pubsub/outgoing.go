@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 )
 
 // outMessage turns a Watermill message into what the backend stores, checking everything
@@ -21,9 +22,9 @@ import (
 //   - Any other key with ReservedPrefix is rejected (*MetadataError), to catch typos.
 //   - Watermill's delay keys are the user's and stay in the envelope (Watermill apps read
 //     them); they set the delay unless MetadataDelayMs is present.
-func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, int, error) {
+func outMessage(msg *message.Message, limit int, now time.Time) (backend.OutMessage, int, error) {
 	meta := make(map[string]string, len(msg.Metadata))
-	var out OutMessage
+	var out backend.OutMessage
 	var delayMs, priority string
 	for k, v := range msg.Metadata {
 		switch {
@@ -33,7 +34,7 @@ func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, int
 		case k == MetadataPriority:
 			priority = v
 		case isReserved(k):
-			return OutMessage{}, 0, &MetadataError{UUID: msg.UUID, Key: k, Reason: "unknown key in relq's reserved " + ReservedPrefix + " namespace"}
+			return backend.OutMessage{}, 0, &backend.MetadataError{UUID: msg.UUID, Key: k, Reason: "unknown key in relq's reserved " + ReservedPrefix + " namespace"}
 		default:
 			meta[k] = v
 		}
@@ -41,34 +42,34 @@ func outMessage(msg *message.Message, limit int, now time.Time) (OutMessage, int
 	if priority != "" {
 		p, err := strconv.Atoi(priority)
 		if err != nil {
-			return OutMessage{}, 0, &MetadataError{UUID: msg.UUID, Key: MetadataPriority, Reason: "not an integer: " + strconv.Quote(priority)}
+			return backend.OutMessage{}, 0, &backend.MetadataError{UUID: msg.UUID, Key: MetadataPriority, Reason: "not an integer: " + strconv.Quote(priority)}
 		}
 		out.Priority = p
 	}
 	if delayMs != "" {
 		ms, err := strconv.ParseInt(delayMs, 10, 64)
 		if err != nil {
-			return OutMessage{}, 0, &MetadataError{UUID: msg.UUID, Key: MetadataDelayMs, Reason: "not an integer number of milliseconds: " + strconv.Quote(delayMs)}
+			return backend.OutMessage{}, 0, &backend.MetadataError{UUID: msg.UUID, Key: MetadataDelayMs, Reason: "not an integer number of milliseconds: " + strconv.Quote(delayMs)}
 		}
 		d, ok := msDelay(ms)
 		if !ok {
-			return OutMessage{}, 0, &DelayError{UUID: msg.UUID, Key: MetadataDelayMs, Value: delayMs}
+			return backend.OutMessage{}, 0, &backend.DelayError{UUID: msg.UUID, Key: MetadataDelayMs, Value: delayMs}
 		}
 		out.Delay = d
 	} else {
 		d, err := watermillDelay(msg, now)
 		if err != nil {
-			return OutMessage{}, 0, err
+			return backend.OutMessage{}, 0, err
 		}
 		out.Delay = d
 	}
 	if len(meta) == 0 {
 		meta = nil
 	}
-	out.Envelope = Envelope{UUID: msg.UUID, Metadata: meta, Payload: msg.Payload}
-	size := len(EncodeEnvelope(out.Envelope))
+	out.Envelope = backend.Envelope{UUID: msg.UUID, Metadata: meta, Payload: msg.Payload}
+	size := len(backend.EncodeEnvelope(out.Envelope))
 	if limit > 0 && size > limit {
-		return OutMessage{}, 0, &SizeError{UUID: msg.UUID, Size: size, Limit: limit}
+		return backend.OutMessage{}, 0, &backend.SizeError{UUID: msg.UUID, Size: size, Limit: limit}
 	}
 	return out, size, nil
 }
@@ -91,16 +92,16 @@ func watermillDelay(msg *message.Message, now time.Time) (time.Duration, error) 
 	case untilStr != "":
 		until, err := time.Parse(time.RFC3339, untilStr)
 		if err != nil {
-			return 0, &MetadataError{UUID: msg.UUID, Key: WatermillDelayedUntil, Reason: "not an RFC3339 time: " + strconv.Quote(untilStr)}
+			return 0, &backend.MetadataError{UUID: msg.UUID, Key: WatermillDelayedUntil, Reason: "not an RFC3339 time: " + strconv.Quote(untilStr)}
 		}
 		d = until.Sub(now) // saturates rather than overflows
 		if d > MaxDelay {
-			return 0, &DelayError{UUID: msg.UUID, Key: WatermillDelayedUntil, Value: untilStr}
+			return 0, &backend.DelayError{UUID: msg.UUID, Key: WatermillDelayedUntil, Value: untilStr}
 		}
 		if forStr != "" {
 			f, err := time.ParseDuration(forStr)
 			if err != nil {
-				return 0, &MetadataError{UUID: msg.UUID, Key: WatermillDelayedFor, Reason: "not a Go duration: " + strconv.Quote(forStr)}
+				return 0, &backend.MetadataError{UUID: msg.UUID, Key: WatermillDelayedFor, Reason: "not a Go duration: " + strconv.Quote(forStr)}
 			}
 			// Still never before until, which is within MaxDelay.
 			d = min(max(d, min(f, d+time.Second)), MaxDelay)
@@ -108,10 +109,10 @@ func watermillDelay(msg *message.Message, now time.Time) (time.Duration, error) 
 	case forStr != "":
 		f, err := time.ParseDuration(forStr)
 		if err != nil {
-			return 0, &MetadataError{UUID: msg.UUID, Key: WatermillDelayedFor, Reason: "not a Go duration: " + strconv.Quote(forStr)}
+			return 0, &backend.MetadataError{UUID: msg.UUID, Key: WatermillDelayedFor, Reason: "not a Go duration: " + strconv.Quote(forStr)}
 		}
 		if f > MaxDelay {
-			return 0, &DelayError{UUID: msg.UUID, Key: WatermillDelayedFor, Value: forStr}
+			return 0, &backend.DelayError{UUID: msg.UUID, Key: WatermillDelayedFor, Value: forStr}
 		}
 		d = f
 	}

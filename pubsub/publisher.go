@@ -1,7 +1,6 @@
 package pubsub
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 )
 
 // ErrNotReplicated reports a publish that Redis stored but that fewer replicas than
@@ -16,19 +16,6 @@ import (
 // primary and will be delivered unless it fails over; publishing them again is safe
 // (at-least-once) but may deliver them twice.
 var ErrNotReplicated = errors.New("relq: not acknowledged by enough replicas")
-
-// ReplicaWaiter is implemented by backends that can wait for replication (Redis WAIT). It is
-// an optional interface, not part of Backend, because WAIT is meaningful only on a primary
-// with replicas; PublisherConfig.WaitReplicas requires it.
-//
-// WAIT counts replicas that acknowledged the writes of the connection it runs on, so an
-// implementation must make the count cover the publish that preceded the call: for example
-// by pipelining a write to one of the topic's keys with WAIT on one connection (replication
-// is ordered, so a replica that acknowledged the later write has the publish too). The topic
-// says which node to ask on Redis Cluster. It returns how many replicas acknowledged.
-type ReplicaWaiter interface {
-	WaitReplicas(ctx context.Context, topic string, replicas int, timeout time.Duration) (int, error)
-}
 
 // Publisher publishes Watermill messages through a Backend. It implements message.Publisher
 // and is safe for concurrent use.
@@ -38,8 +25,8 @@ type ReplicaWaiter interface {
 // and one of them sends everything queued in the next call. Each Publish still returns only
 // once its own messages are stored, with its own error.
 type Publisher struct {
-	backend Backend
-	waiter  ReplicaWaiter
+	backend backend.Backend
+	waiter  backend.ReplicaWaiter
 	config  PublisherConfig
 	logger  watermill.LoggerAdapter
 
@@ -61,9 +48,9 @@ var _ message.Publisher = (*Publisher)(nil)
 // NewPublisher returns a Publisher over backend. A nil logger discards logs. It fails with a
 // *ConfigError for an invalid config, or when WaitReplicas is set and the backend does not
 // implement ReplicaWaiter.
-func NewPublisher(backend Backend, config PublisherConfig, logger watermill.LoggerAdapter) (*Publisher, error) {
-	if backend == nil {
-		return nil, &ConfigError{Field: "backend", Reason: "must not be nil"}
+func NewPublisher(be backend.Backend, config PublisherConfig, logger watermill.LoggerAdapter) (*Publisher, error) {
+	if be == nil {
+		return nil, &backend.ConfigError{Field: "backend", Reason: "must not be nil"}
 	}
 	config = config.WithDefaults()
 	if err := config.validate(); err != nil {
@@ -73,15 +60,15 @@ func NewPublisher(backend Backend, config PublisherConfig, logger watermill.Logg
 		logger = watermill.NopLogger{}
 	}
 	p := &Publisher{
-		backend: backend, config: config, logger: logger,
+		backend: be, config: config, logger: logger,
 		maxMessages: commitMaxMessages, maxBytes: commitMaxBytes,
 		topics: map[string]*topicQueue{},
 		drops:  newDropLog(logger),
 	}
 	if config.WaitReplicas > 0 {
-		w, ok := backend.(ReplicaWaiter)
+		w, ok := be.(backend.ReplicaWaiter)
 		if !ok {
-			return nil, &ConfigError{Field: "WaitReplicas", Reason: fmt.Sprintf("is set but the %s backend cannot wait for replicas", backend.Name())}
+			return nil, &backend.ConfigError{Field: "WaitReplicas", Reason: fmt.Sprintf("is set but the %s backend cannot wait for replicas", be.Name())}
 		}
 		p.waiter = w
 	}
@@ -101,9 +88,9 @@ func NewPublisher(backend Backend, config PublisherConfig, logger watermill.Logg
 // the same (at-least-once: publishing them again may store them twice).
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	if p.isClosed() {
-		return ErrClosed
+		return backend.ErrClosed
 	}
-	if err := ValidateName("topic", topic); err != nil {
+	if err := backend.ValidateName("topic", topic); err != nil {
 		return err
 	}
 	if len(msgs) == 0 {
@@ -111,12 +98,12 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	}
 	now := time.Now()
 	c := &publishCall{
-		msgs: make([]OutMessage, len(msgs)),
+		msgs: make([]backend.OutMessage, len(msgs)),
 		done: make(chan struct{}),
 	}
 	for i, msg := range msgs {
 		if msg == nil {
-			return fmt.Errorf("%w: message %d of %d", ErrNilMessage, i+1, len(msgs))
+			return fmt.Errorf("%w: message %d of %d", backend.ErrNilMessage, i+1, len(msgs))
 		}
 		m, size, err := outMessage(msg, p.config.MaxMessageBytes, now)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -140,7 +141,7 @@ func TestForwardingAReceivedMessage(t *testing.T) {
 	require.Equal(t, 1, pubsub.Attempt(fwd))
 	require.Empty(t, fwd.Metadata.Get(pubsub.MetadataNackDelayMs))
 	require.True(t, fwd.Ack())
-	eventually(t, b, "out", "forwarded message acked", func(st pubsub.Stats) bool { return st.Counters.Acked == 1 && st.Pending == 0 })
+	eventually(t, b, "out", "forwarded message acked", func(st backend.Stats) bool { return st.Counters.Acked == 1 && st.Pending == 0 })
 }
 
 func TestWatermillDelayMetadata(t *testing.T) {
@@ -182,16 +183,16 @@ func TestWatermillDelayMetadata(t *testing.T) {
 	require.GreaterOrEqual(t, seen["later"].Sub(published), time.Second, "delivered before its delay")
 }
 
-// noReplicas hides every method of a backend beyond pubsub.Backend, as a backend that cannot
+// noReplicas hides every method of a backend beyond backend.Backend, as a backend that cannot
 // wait for replicas (one of your own, say) has none.
-type noReplicas struct{ pubsub.Backend }
+type noReplicas struct{ backend.Backend }
 
 // WaitReplicas on a backend that cannot wait is a configuration error naming the field and
 // the backend, not a Publish that silently skips the wait.
 func TestPublisherWaitReplicasNeedsSupport(t *testing.T) {
 	t.Parallel()
-	var b pubsub.Backend = noReplicas{newBackend(t)}
-	_, ok := b.(pubsub.ReplicaWaiter)
+	var b backend.Backend = noReplicas{newBackend(t)}
+	_, ok := b.(backend.ReplicaWaiter)
 	require.False(t, ok)
 	_, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{WaitReplicas: 1}, nil)
 	var ce *pubsub.ConfigError
@@ -204,7 +205,7 @@ func TestPublisherWaitReplicasNeedsSupport(t *testing.T) {
 // waitingBackend adds ReplicaWaiter to a backend with a plain WAIT on the test server, which
 // has no replicas: what it reports decides Publish's result.
 type waitingBackend struct {
-	pubsub.Backend
+	backend.Backend
 	client *redis.Client
 }
 
@@ -219,7 +220,7 @@ func TestPublisherWaitReplicas(t *testing.T) {
 	inner, err := list.New(client, list.Options{Prefix: redistest.Prefix(t)})
 	require.NoError(t, err)
 	b := waitingBackend{Backend: inner, client: client}
-	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "t", Group: pubsub.DefaultGroup}))
+	require.NoError(t, b.EnsureGroup(context.Background(), &backend.EnsureGroupParams{Topic: "t", Group: pubsub.DefaultGroup}))
 	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond}, nil)
 	require.NoError(t, err)
 

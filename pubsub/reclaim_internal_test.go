@@ -6,26 +6,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
 // reclaimFake is a Backend of which only Reclaim and EnsureGroup work: Reclaim returns the
 // given results in turn (then zero results) and both record their calls.
 type reclaimFake struct {
-	Backend // nil: any other method panics
+	backend.Backend // nil: any other method panics
 
 	mu       sync.Mutex
-	results  []ReclaimResult
+	results  []backend.ReclaimResult
 	reclaims []time.Time // when each Reclaim call returned
 	ensures  int
 }
 
 func (f *reclaimFake) Name() string { return "fake" }
 
-func (f *reclaimFake) Reclaim(context.Context, *ReclaimParams) (ReclaimResult, error) {
+func (f *reclaimFake) Reclaim(context.Context, *backend.ReclaimParams) (backend.ReclaimResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var res ReclaimResult
+	var res backend.ReclaimResult
 	if i := len(f.reclaims); i < len(f.results) {
 		res = f.results[i]
 	}
@@ -33,7 +34,7 @@ func (f *reclaimFake) Reclaim(context.Context, *ReclaimParams) (ReclaimResult, e
 	return res, nil
 }
 
-func (f *reclaimFake) EnsureGroup(context.Context, *EnsureGroupParams) error {
+func (f *reclaimFake) EnsureGroup(context.Context, *backend.EnsureGroupParams) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ensures++
@@ -47,7 +48,7 @@ func (f *reclaimFake) calls() (reclaims []time.Time, ensures int) {
 }
 
 // runReclaimLoop runs the reclaim loop of a subscription over b alone, until the test ends.
-func runReclaimLoop(t *testing.T, b Backend, c SubscriberConfig) {
+func runReclaimLoop(t *testing.T, b backend.Backend, c SubscriberConfig) {
 	t.Helper()
 	s, err := NewSubscriber(b, c, nil)
 	require.NoError(t, err)
@@ -77,7 +78,7 @@ func waitReclaims(t *testing.T, f *reclaimFake, n int) []time.Time {
 // next sweep; a full batch (a lease already due) runs again at once.
 func TestReclaimRunsAtTheReportedExpiry(t *testing.T) {
 	t.Parallel()
-	f := &reclaimFake{results: []ReclaimResult{
+	f := &reclaimFake{results: []backend.ReclaimResult{
 		{NextExpiry: 150 * time.Millisecond},
 		{Reclaimed: 2, NextExpiry: 50 * time.Millisecond},
 		{Reclaimed: 1000, NextExpiry: time.Millisecond}, // stopped at its bound, more due
@@ -94,7 +95,7 @@ func TestReclaimRunsAtTheReportedExpiry(t *testing.T) {
 // an expiry wake.
 func TestReclaimNeverRegistersTheGroup(t *testing.T) {
 	t.Parallel()
-	f := &reclaimFake{results: []ReclaimResult{{NextExpiry: time.Millisecond}, {Reclaimed: 1}}}
+	f := &reclaimFake{results: []backend.ReclaimResult{{NextExpiry: time.Millisecond}, {Reclaimed: 1}}}
 	runReclaimLoop(t, f, SubscriberConfig{ReclaimInterval: 5 * time.Millisecond})
 	waitReclaims(t, f, 10)
 	_, ensures := f.calls()
@@ -105,9 +106,9 @@ func TestReclaimNeverRegistersTheGroup(t *testing.T) {
 // off (doubling from a few milliseconds), not spin.
 func TestReclaimBacksOffFromAStuckReport(t *testing.T) {
 	t.Parallel()
-	stuck := make([]ReclaimResult, 100)
+	stuck := make([]backend.ReclaimResult, 100)
 	for i := range stuck {
-		stuck[i] = ReclaimResult{NextExpiry: time.Millisecond}
+		stuck[i] = backend.ReclaimResult{NextExpiry: time.Millisecond}
 	}
 	f := &reclaimFake{results: stuck}
 	runReclaimLoop(t, f, SubscriberConfig{ReclaimInterval: time.Hour})
@@ -125,15 +126,15 @@ func TestReclaimWait(t *testing.T) {
 	lo, hi := expiryMargin/2, expiryMargin*3/2
 	cases := []struct {
 		name     string
-		res      ReclaimResult
+		res      backend.ReclaimResult
 		min, max time.Duration
 	}{
-		{name: "unknown", res: ReclaimResult{}, min: sweep, max: sweep},
-		{name: "nothing pending after work", res: ReclaimResult{Reclaimed: 3}, min: sweep, max: sweep},
-		{name: "expiry first", res: ReclaimResult{NextExpiry: time.Second}, min: time.Second + lo, max: time.Second + hi},
-		{name: "sweep first", res: ReclaimResult{NextExpiry: time.Hour}, min: sweep, max: sweep},
-		{name: "full batch", res: ReclaimResult{Reclaimed: 100, NextExpiry: time.Millisecond}, min: time.Millisecond + lo, max: time.Millisecond + hi},
-		{name: "negative", res: ReclaimResult{Reclaimed: 100, NextExpiry: -time.Second}, min: lo, max: hi},
+		{name: "unknown", res: backend.ReclaimResult{}, min: sweep, max: sweep},
+		{name: "nothing pending after work", res: backend.ReclaimResult{Reclaimed: 3}, min: sweep, max: sweep},
+		{name: "expiry first", res: backend.ReclaimResult{NextExpiry: time.Second}, min: time.Second + lo, max: time.Second + hi},
+		{name: "sweep first", res: backend.ReclaimResult{NextExpiry: time.Hour}, min: sweep, max: sweep},
+		{name: "full batch", res: backend.ReclaimResult{Reclaimed: 100, NextExpiry: time.Millisecond}, min: time.Millisecond + lo, max: time.Millisecond + hi},
+		{name: "negative", res: backend.ReclaimResult{Reclaimed: 100, NextExpiry: -time.Second}, min: lo, max: hi},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,12 +149,12 @@ func TestReclaimWait(t *testing.T) {
 	idle := time.Duration(0)
 	for _, want := range []time.Duration{5, 10, 20, 40} {
 		var got time.Duration
-		got, idle = reclaimWait(ReclaimResult{NextExpiry: time.Millisecond}, sweep, idle)
+		got, idle = reclaimWait(backend.ReclaimResult{NextExpiry: time.Millisecond}, sweep, idle)
 		require.Equal(t, want*time.Millisecond, idle)
 		require.GreaterOrEqual(t, got, idle)
 	}
-	_, idle = reclaimWait(ReclaimResult{NextExpiry: time.Millisecond}, 30*time.Millisecond, idle)
+	_, idle = reclaimWait(backend.ReclaimResult{NextExpiry: time.Millisecond}, 30*time.Millisecond, idle)
 	require.Equal(t, 30*time.Millisecond, idle, "the floor never passes the sweep")
-	_, idle = reclaimWait(ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, sweep, idle)
+	_, idle = reclaimWait(backend.ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, sweep, idle)
 	require.Zero(t, idle, "progress resets the floor")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 )
 
 // A subscription's group can vanish from Redis without anyone deleting it (see
@@ -25,7 +26,7 @@ func (s *subscription) regain(cause error) bool {
 	defer s.regainMu.Unlock()
 	r := newRetrier("registering the vanished group again", s.config, s.logger)
 	for {
-		p := &RegisterAgainParams{Topic: s.topic, Group: s.config.Group, After: s.lastID(), Known: s.regains}
+		p := &backend.RegisterAgainParams{Topic: s.topic, Group: s.config.Group, After: s.lastID(), Known: s.regains}
 		if s.ephemeral != nil {
 			p.Ephemeral, p.Consumer, p.TTL = true, s.config.Consumer, s.config.EphemeralTTL
 		}
@@ -41,7 +42,7 @@ func (s *subscription) regain(cause error) bool {
 			return true
 		case s.isStopping():
 			return false
-		case errors.Is(err, ErrGroupDeleted):
+		case errors.Is(err, backend.ErrGroupDeleted):
 			s.groupDeleted(err)
 			return false
 		case permanent(err):
@@ -59,7 +60,7 @@ func (s *subscription) regain(cause error) bool {
 
 // seen records the delivery IDs of a claim: the latest is where a backend that keeps the
 // topic's history (streams) starts a group registered again.
-func (s *subscription) seen(ds []Delivery) {
+func (s *subscription) seen(ds []backend.Delivery) {
 	last := s.lastID()
 	for _, d := range ds {
 		if laterID(d.ID, last) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/relq/relq/backend"
 )
 
 // retrier paces the retries of one loop (claim, ack, heartbeat, ...) while Redis fails, with
@@ -74,9 +75,9 @@ func sleep(d time.Duration, done <-chan struct{}) bool {
 // network failure, which a later attempt may get past (Backend's contract).
 func permanent(err error) bool {
 	for _, target := range []error{
-		ErrInvalidName, ErrRedisVersion, ErrNotImplemented, ErrInvalidConfig,
-		ErrReservedMetadata, ErrMessageTooLarge, ErrDelayTooLong, ErrNilMessage, ErrClosed, ErrStorageLayout,
-		ErrGroupDeleted, ErrNotEphemeral,
+		backend.ErrInvalidName, backend.ErrRedisVersion, backend.ErrNotImplemented, backend.ErrInvalidConfig,
+		backend.ErrReservedMetadata, backend.ErrMessageTooLarge, backend.ErrDelayTooLong, backend.ErrNilMessage, backend.ErrClosed, backend.ErrStorageLayout,
+		backend.ErrGroupDeleted, backend.ErrNotEphemeral,
 		context.Canceled, context.DeadlineExceeded,
 	} {
 		if errors.Is(err, target) {

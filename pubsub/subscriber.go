@@ -6,6 +6,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 )
 
 // Subscriber consumes Watermill messages of one consumer group through a Backend. It
@@ -13,8 +14,8 @@ import (
 // use. Each Subscribe call is an independent subscription with its own prefetch buffer,
 // Concurrency handlers in flight, heartbeat and reclaim loop.
 type Subscriber struct {
-	backend   Backend
-	ephemeral Ephemeral // the backend's, with config.Ephemeral; nil for a durable group
+	backend   backend.Backend
+	ephemeral backend.Ephemeral // the backend's, with config.Ephemeral; nil for a durable group
 	config    SubscriberConfig
 	logger    watermill.LoggerAdapter
 
@@ -38,28 +39,28 @@ var (
 // NewSubscriber returns a Subscriber over backend. config goes through WithDefaults; an
 // invalid value fails with a *ConfigError naming the field, as does Ephemeral on a backend
 // that does not implement Ephemeral. A nil logger discards logs.
-func NewSubscriber(backend Backend, config SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
-	if backend == nil {
-		return nil, &ConfigError{Field: "backend", Reason: "must not be nil"}
+func NewSubscriber(be backend.Backend, config SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
+	if be == nil {
+		return nil, &backend.ConfigError{Field: "backend", Reason: "must not be nil"}
 	}
 	config = config.WithDefaults()
 	if err := config.validate(); err != nil {
 		return nil, err
 	}
-	var ephemeral Ephemeral
+	var ephemeral backend.Ephemeral
 	if config.Ephemeral {
-		e, ok := backend.(Ephemeral)
+		e, ok := be.(backend.Ephemeral)
 		if !ok {
-			return nil, &ConfigError{Field: "Ephemeral", Reason: "the " + backend.Name() + " backend does not keep ephemeral groups (pubsub.Ephemeral)"}
+			return nil, &backend.ConfigError{Field: "Ephemeral", Reason: "the " + be.Name() + " backend does not keep ephemeral groups (backend.Ephemeral)"}
 		}
 		ephemeral = e
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	logger = logger.With(watermill.LogFields{"backend": backend.Name(), "group": config.Group, "consumer": config.Consumer})
+	logger = logger.With(watermill.LogFields{"backend": be.Name(), "group": config.Group, "consumer": config.Consumer})
 	return &Subscriber{
-		backend: backend, ephemeral: ephemeral, config: config, logger: logger,
+		backend: be, ephemeral: ephemeral, config: config, logger: logger,
 		closing: make(chan struct{}), initialized: map[string]bool{},
 	}, nil
 }
@@ -75,9 +76,9 @@ func NewSubscriber(backend Backend, config SubscriberConfig, logger watermill.Lo
 // handlers still running get CloseTimeout to ack or nack (see Close).
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if s.isClosed() {
-		return nil, ErrClosed
+		return nil, backend.ErrClosed
 	}
-	if err := ValidateName("topic", topic); err != nil {
+	if err := backend.ValidateName("topic", topic); err != nil {
 		return nil, err
 	}
 	sub := newSubscription(ctx, s, topic)
@@ -103,7 +104,7 @@ func (s *Subscriber) start(sub *subscription) (handover bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false, ErrClosed
+		return false, backend.ErrClosed
 	}
 	handover = s.initialized[sub.topic]
 	delete(s.initialized, sub.topic)
@@ -122,9 +123,9 @@ func (s *Subscriber) start(sub *subscription) (handover bool, err error) {
 // membership holds the group) and leaves that one, as Close does.
 func (s *Subscriber) SubscribeInitialize(topic string) error {
 	if s.isClosed() {
-		return ErrClosed
+		return backend.ErrClosed
 	}
-	if err := ValidateName("topic", topic); err != nil {
+	if err := backend.ValidateName("topic", topic); err != nil {
 		return err
 	}
 	if err := s.register(context.Background(), topic, s.config.Consumer); err != nil {
@@ -141,7 +142,7 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 	s.mu.Unlock()
 	if closed {
 		s.leave(topic, s.config.Consumer)
-		return ErrClosed
+		return backend.ErrClosed
 	}
 	return nil
 }

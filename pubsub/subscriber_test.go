@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -46,7 +47,7 @@ func TestCloseReleasesPrefetchedAtOnce(t *testing.T) {
 	publishN(t, pub, topic, 5)
 
 	inFlight := receive(t, ch)
-	eventually(t, b, topic, "all five claimed", func(st pubsub.Stats) bool { return st.Pending == 5 })
+	eventually(t, b, topic, "all five claimed", func(st backend.Stats) bool { return st.Pending == 5 })
 
 	closed := make(chan struct{})
 	go func() {
@@ -54,7 +55,7 @@ func TestCloseReleasesPrefetchedAtOnce(t *testing.T) {
 		_ = sub.Close()
 	}()
 	// The four prefetched come back while the handler of the fifth still runs.
-	eventually(t, b, topic, "prefetched released", func(st pubsub.Stats) bool { return st.Ready == 4 && st.Pending == 1 })
+	eventually(t, b, topic, "prefetched released", func(st backend.Stats) bool { return st.Ready == 4 && st.Pending == 1 })
 	select {
 	case <-inFlight.Context().Done():
 	case <-time.After(waitFor):
@@ -86,7 +87,7 @@ func TestCloseReleasesPrefetchedAtOnce(t *testing.T) {
 		require.Equal(t, 1, pubsub.Attempt(m), "a released message counted an attempt")
 		m.Ack()
 	}
-	eventually(t, b, topic, "all acked", func(st pubsub.Stats) bool { return st.Counters.Acked == 5 && st.Pending == 0 })
+	eventually(t, b, topic, "all acked", func(st backend.Stats) bool { return st.Counters.Acked == 5 && st.Pending == 0 })
 }
 
 // Close must not wait for CloseTimeout when nobody reads the output channel: the message a
@@ -100,7 +101,7 @@ func TestCloseWhileOutputUnread(t *testing.T) {
 	ch, err := sub.Subscribe(context.Background(), topic)
 	require.NoError(t, err)
 	publishN(t, pub, topic, 3)
-	eventually(t, b, topic, "all claimed", func(st pubsub.Stats) bool { return st.Pending == 3 })
+	eventually(t, b, topic, "all claimed", func(st backend.Stats) bool { return st.Pending == 3 })
 
 	closed := make(chan struct{})
 	go func() {
@@ -134,7 +135,7 @@ func TestContextCancelClosesChannel(t *testing.T) {
 	require.True(t, m.Ack())
 	cancel()
 	requireClosed(t, ch) // acks whatever was still delivered
-	eventually(t, b, topic, "nothing pending", func(st pubsub.Stats) bool {
+	eventually(t, b, topic, "nothing pending", func(st backend.Stats) bool {
 		return st.Pending == 0 && st.Ready+st.Counters.Acked == 3
 	})
 
@@ -144,7 +145,7 @@ func TestContextCancelClosesChannel(t *testing.T) {
 	for range 3 - stats(t, b, topic).Counters.Acked {
 		receive(t, ch2).Ack()
 	}
-	eventually(t, b, topic, "all acked", func(st pubsub.Stats) bool { return st.Counters.Acked == 3 && st.Pending == 0 })
+	eventually(t, b, topic, "all acked", func(st backend.Stats) bool { return st.Counters.Acked == 3 && st.Pending == 0 })
 }
 
 func TestNackDelayAndMaxDeliveries(t *testing.T) {
@@ -164,7 +165,7 @@ func TestNackDelayAndMaxDeliveries(t *testing.T) {
 	first := receive(t, ch)
 	pubsub.SetNackDelay(first, time.Hour)
 	require.True(t, first.Nack())
-	eventually(t, b, topic, "nacked with delay", func(st pubsub.Stats) bool { return st.Delayed == 1 })
+	eventually(t, b, topic, "nacked with delay", func(st backend.Stats) bool { return st.Delayed == 1 })
 
 	// Without one the backoff (zero here) applies, and the second nack reaches MaxDeliveries.
 	second := receive(t, ch)
@@ -173,7 +174,7 @@ func TestNackDelayAndMaxDeliveries(t *testing.T) {
 	require.Equal(t, second.UUID, again.UUID)
 	require.Equal(t, 2, pubsub.Attempt(again))
 	require.True(t, again.Nack())
-	st := eventually(t, b, topic, "dead-lettered", func(st pubsub.Stats) bool { return st.Dead == 1 })
+	st := eventually(t, b, topic, "dead-lettered", func(st backend.Stats) bool { return st.Dead == 1 })
 	require.Equal(t, int64(1), st.Delayed)
 	require.Zero(t, st.Pending)
 }
@@ -200,7 +201,7 @@ func TestHeartbeatKeepsLongHandlerLease(t *testing.T) {
 	require.Eventually(t, func() bool { return b.keptAfter(received.Add(lease)) }, lease+waitFor, 10*time.Millisecond,
 		"no heartbeat kept the lease after its first expiry")
 	require.True(t, m.Ack())
-	st := eventually(t, b, topic, "acked", func(st pubsub.Stats) bool { return st.Counters.Acked == 1 && st.Pending == 0 })
+	st := eventually(t, b, topic, "acked", func(st backend.Stats) bool { return st.Counters.Acked == 1 && st.Pending == 0 })
 	gap := b.longestGap()
 	require.Zero(t, st.Counters.Reclaimed, "the lease expired under a running handler (longest gap between heartbeats %v)", gap)
 	require.Zero(t, st.Counters.StaleAcks)
@@ -210,12 +211,12 @@ func TestHeartbeatKeepsLongHandlerLease(t *testing.T) {
 // heartbeats is a backend that records when each Extend began that kept every lease it
 // was asked to extend.
 type heartbeats struct {
-	pubsub.Backend
+	backend.Backend
 	mu   sync.Mutex
 	kept []time.Time
 }
 
-func (b *heartbeats) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string, error) {
+func (b *heartbeats) Extend(ctx context.Context, p *backend.ExtendParams) ([]string, error) {
 	began := time.Now()
 	lost, err := b.Backend.Extend(ctx, p)
 	if err == nil && len(lost) == 0 && len(p.Items) > 0 {
@@ -266,8 +267,8 @@ func TestNackReasonIsKeptWithTheDeadLetter(t *testing.T) {
 	require.Empty(t, again.Metadata.Get(pubsub.MetadataNackReason), "a reason belongs to one delivery")
 	pubsub.SetNackReason(again, strings.Repeat("x", pubsub.MaxNackReason+10))
 	require.True(t, again.Nack())
-	eventually(t, b, topic, "dead-lettered", func(st pubsub.Stats) bool { return st.Dead == 1 })
-	dl, err := b.DeadLetters(context.Background(), &pubsub.DeadLettersParams{Topic: topic, Group: pubsub.DefaultGroup, Count: 10})
+	eventually(t, b, topic, "dead-lettered", func(st backend.Stats) bool { return st.Dead == 1 })
+	dl, err := b.DeadLetters(context.Background(), &backend.DeadLettersParams{Topic: topic, Group: pubsub.DefaultGroup, Count: 10})
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	require.Equal(t, strings.Repeat("x", pubsub.MaxNackReason), dl[0].Reason)

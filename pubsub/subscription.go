@@ -8,6 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 )
 
 // subscription is one Subscribe call. Its goroutines:
@@ -33,8 +34,8 @@ import (
 // at the end of Block: a claim cancelled in its wait claims nothing, and what a claim script
 // claimed before the cancel is returned all the same, and released.
 type subscription struct {
-	backend   Backend
-	ephemeral Ephemeral // nil for a durable group
+	backend   backend.Backend
+	ephemeral backend.Ephemeral // nil for a durable group
 	config    SubscriberConfig
 	logger    watermill.LoggerAdapter
 	topic     string
@@ -42,7 +43,7 @@ type subscription struct {
 	closing   <-chan struct{} // the Subscriber's: closing it stops every subscription
 
 	out    chan *message.Message
-	buffer chan Delivery // claimed, not yet taken by a worker; cap Concurrency+Prefetch
+	buffer chan backend.Delivery // claimed, not yet taken by a worker; cap Concurrency+Prefetch
 
 	// msgCtx parents message contexts: cancelled at the stop, so handlers learn of it.
 	msgCtx    context.Context
@@ -86,7 +87,7 @@ func newSubscription(ctx context.Context, s *Subscriber, topic string) *subscrip
 		ctx:       ctx,
 		closing:   s.closing,
 		out:       make(chan *message.Message),
-		buffer:    make(chan Delivery, c.Concurrency+c.Prefetch),
+		buffer:    make(chan backend.Delivery, c.Concurrency+c.Prefetch),
 		stopping:  make(chan struct{}),
 		gone:      make(chan struct{}),
 		leaving:   make(chan struct{}),
@@ -190,14 +191,14 @@ func (s *subscription) isStopping() bool {
 }
 
 // settleAck queues an ack of a delivery for the acker.
-func (s *subscription) settleAck(d Delivery) {
+func (s *subscription) settleAck(d backend.Delivery) {
 	s.held.settleAck(d)
 	s.freed()
 	wake(s.ackerWake)
 }
 
 // settle queues a nack (or release, or dead letter) of a delivery for the acker.
-func (s *subscription) settle(item NackItem) {
+func (s *subscription) settle(item backend.NackItem) {
 	s.held.settleNack(item)
 	s.freed()
 	wake(s.ackerWake)
@@ -206,8 +207,8 @@ func (s *subscription) settle(item NackItem) {
 // freed tells the claimer that capacity may have freed.
 func (s *subscription) freed() { wake(s.capacity) }
 
-func release(d Delivery) NackItem {
-	return NackItem{ID: d.ID, Attempt: d.Attempt, Release: true}
+func release(d backend.Delivery) backend.NackItem {
+	return backend.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true}
 }
 
 // wake signals a cap-1 channel without blocking: one pending signal is enough, since the

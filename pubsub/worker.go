@@ -7,6 +7,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
 )
 
 // work is one worker goroutine: it keeps one message in flight at a time, so Concurrency
@@ -14,7 +15,7 @@ import (
 func (s *subscription) work() {
 	defer s.workersWG.Done()
 	for {
-		var d Delivery
+		var d backend.Delivery
 		select {
 		case d = <-s.buffer:
 		case <-s.stopping:
@@ -34,7 +35,7 @@ func (s *subscription) work() {
 // deliver sends one delivery on the output channel and settles it with the handler's
 // verdict. A delivery that never reached a handler (the stop began first, even while the
 // channel was not being read) is released: back to ready at once, no attempt counted.
-func (s *subscription) deliver(d Delivery) {
+func (s *subscription) deliver(d backend.Delivery) {
 	if s.isStopping() {
 		s.settle(release(d))
 		return
@@ -65,7 +66,7 @@ func (s *subscription) deliver(d Delivery) {
 // newMessage builds the Watermill message of a delivery. Its context derives from
 // Subscribe's ctx and is cancelled once the message is acked or nacked (Watermill's
 // contract) or the subscription stops.
-func (s *subscription) newMessage(d Delivery) (*message.Message, context.CancelFunc) {
+func (s *subscription) newMessage(d backend.Delivery) (*message.Message, context.CancelFunc) {
 	msg := message.NewMessage(d.Envelope.UUID, d.Envelope.Payload)
 	for k, v := range d.Envelope.Metadata {
 		msg.Metadata[k] = v
@@ -84,8 +85,8 @@ func (s *subscription) newMessage(d Delivery) (*message.Message, context.CancelF
 // nackItem is the Nack of a delivery the handler nacked. A delay beyond MaxDelay cannot be
 // kept and must not be cut short, so the message goes to the dead-letter store with the
 // *DelayError as its reason (and the handler's, if it set one).
-func (s *subscription) nackItem(msg *message.Message, d Delivery) NackItem {
-	item := NackItem{ID: d.ID, Attempt: d.Attempt, Reason: nackReason(msg)}
+func (s *subscription) nackItem(msg *message.Message, d backend.Delivery) backend.NackItem {
+	item := backend.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: nackReason(msg)}
 	delay, err := s.nackDelay(msg, d.Attempt)
 	if err == nil {
 		item.Delay = delay
@@ -110,7 +111,7 @@ func (s *subscription) nackDelay(msg *message.Message, attempt int) (time.Durati
 		if err == nil {
 			d, ok := msDelay(ms)
 			if !ok {
-				return 0, &DelayError{UUID: msg.UUID, Key: MetadataNackDelayMs, Value: v}
+				return 0, &backend.DelayError{UUID: msg.UUID, Key: MetadataNackDelayMs, Value: v}
 			}
 			return d, nil
 		}
@@ -118,7 +119,7 @@ func (s *subscription) nackDelay(msg *message.Message, attempt int) (time.Durati
 	}
 	d := s.config.NackBackoff(attempt)
 	if d > MaxDelay {
-		return 0, &DelayError{UUID: msg.UUID, Key: "NackBackoff", Value: d.String()}
+		return 0, &backend.DelayError{UUID: msg.UUID, Key: "NackBackoff", Value: d.String()}
 	}
 	return max(d, 0), nil
 }

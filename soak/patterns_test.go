@@ -12,6 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 )
@@ -23,7 +24,7 @@ type OrderShipped struct{ ID int }
 
 // runCQRS publishes n events of each type on Watermill's CQRS event bus, with an event
 // processor handling OrderPlaced only, and waits until every OrderPlaced was handled.
-func runCQRS(t *testing.T, b pubsub.Backend, n int, sample func(int)) {
+func runCQRS(t *testing.T, b backend.Backend, n int, sample func(int)) {
 	logger := watermill.NopLogger{}
 	marshaler := cqrs.JSONMarshaler{}
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 5 * time.Second}, logger)
@@ -71,7 +72,7 @@ func runCQRS(t *testing.T, b pubsub.Backend, n int, sample func(int)) {
 // runRequestReply sends n commands one after another with Watermill's request-reply, each
 // waiting for its reply on the topic replyTopic names for its operation, through a
 // Subscriber of its own in an ephemeral group of its own (adaptertest.RequestReplyRig).
-func runRequestReply(t *testing.T, b pubsub.Backend, n int, sample func(int), replyTopic func(pubsub.Backend, string) string) {
+func runRequestReply(t *testing.T, b backend.Backend, n int, sample func(int), replyTopic func(backend.Backend, string) string) {
 	rig := adaptertest.NewRequestReplyRig(t, b, adaptertest.RequestReplyOptions{
 		ReplyTopic: func(op string) string { return replyTopic(b, op) },
 		Subscriber: subscriberConfig,

@@ -15,12 +15,13 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
 
 // backlogLimit bounds the backlog of the event type no handler subscribes to. The default
-// (pubsub.BacklogLimitDefault) would take 10,000 events to reach; the soak wants the bound
+// (backend.BacklogLimitDefault) would take 10,000 events to reach; the soak wants the bound
 // reached within its warm-up, so it sets a small one, as an operator would for such topics.
 const backlogLimit = 100
 
@@ -30,20 +31,20 @@ const backlogLimit = 100
 // short run (200 requests).
 const streamMaxLen = 50
 
-// backend is one backend the soak runs on.
-type backend struct {
+// soakBackend is one backend the soak runs on.
+type soakBackend struct {
 	name string
-	open func(client redis.UniversalClient) (pubsub.Backend, error)
+	open func(client redis.UniversalClient) (backend.Backend, error)
 }
 
-var backends = []backend{
-	{"list", func(c redis.UniversalClient) (pubsub.Backend, error) {
+var backends = []soakBackend{
+	{"list", func(c redis.UniversalClient) (backend.Backend, error) {
 		return list.New(c, list.Options{BacklogLimit: backlogLimit})
 	}},
-	{"zset", func(c redis.UniversalClient) (pubsub.Backend, error) {
+	{"zset", func(c redis.UniversalClient) (backend.Backend, error) {
 		return zset.New(c, zset.Options{BacklogLimit: backlogLimit})
 	}},
-	{"streams", func(c redis.UniversalClient) (pubsub.Backend, error) {
+	{"streams", func(c redis.UniversalClient) (backend.Backend, error) {
 		return streams.New(c, streams.Options{BacklogLimit: backlogLimit, MaxLen: streamMaxLen})
 	}},
 }
@@ -53,16 +54,16 @@ type pattern struct {
 	name string
 	// run makes n requests (or events) through the pattern on b, calling sample after the
 	// warm-up and at the end.
-	run func(t *testing.T, b pubsub.Backend, n int, sample func(at int))
+	run func(t *testing.T, b backend.Backend, n int, sample func(at int))
 }
 
 var patterns = []pattern{
 	{"cqrs-unhandled-event", runCQRS},
-	{"requestreply-shared-topic", func(t *testing.T, b pubsub.Backend, n int, sample func(int)) {
-		runRequestReply(t, b, n, sample, func(pubsub.Backend, string) string { return "replies" })
+	{"requestreply-shared-topic", func(t *testing.T, b backend.Backend, n int, sample func(int)) {
+		runRequestReply(t, b, n, sample, func(backend.Backend, string) string { return "replies" })
 	}},
-	{"requestreply-topic-per-request", func(t *testing.T, b pubsub.Backend, n int, sample func(int)) {
-		runRequestReply(t, b, n, sample, func(_ pubsub.Backend, op string) string { return "reply-" + op })
+	{"requestreply-topic-per-request", func(t *testing.T, b backend.Backend, n int, sample func(int)) {
+		runRequestReply(t, b, n, sample, func(_ backend.Backend, op string) string { return "reply-" + op })
 	}},
 }
 
@@ -191,21 +192,21 @@ func usedMemory(ctx context.Context, client redis.UniversalClient) (int64, error
 var subscriberConfig = pubsub.SubscriberConfig{Block: 100 * time.Millisecond, CloseTimeout: 5 * time.Second}
 
 // newSubscriber returns a Subscriber of group on b, closed with the test.
-func newSubscriber(t *testing.T, b pubsub.Backend, cfg pubsub.SubscriberConfig) *pubsub.Subscriber {
+func newSubscriber(t *testing.T, b backend.Backend, cfg pubsub.SubscriberConfig) *pubsub.Subscriber {
 	cfg.Block, cfg.CloseTimeout = subscriberConfig.Block, subscriberConfig.CloseTimeout
 	sub, err := pubsub.NewSubscriber(b, cfg, watermill.NopLogger{})
 	require.NoError(t, err)
 	return sub
 }
 
-func newPublisher(t *testing.T, b pubsub.Backend) message.Publisher {
+func newPublisher(t *testing.T, b backend.Backend) message.Publisher {
 	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, watermill.NopLogger{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pub.Close() })
 	return pub
 }
 
-func closeBackend(b pubsub.Backend) {
+func closeBackend(b backend.Backend) {
 	if c, ok := b.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}

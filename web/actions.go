@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // action is one POST of the dashboard. Each names its target in form fields: b (backend), t
@@ -32,7 +32,7 @@ type form struct {
 	all                       bool
 	limit                     int
 	back                      string // "message": come back to the message page
-	a                         pubsub.Admin
+	a                         backend.Admin
 }
 
 func (f *form) groupLink() string { return link("group", "b", f.backend, "t", f.topic, "g", f.group) }
@@ -61,13 +61,13 @@ var actions = map[string]action{
 		return "Resumed " + f.topic + " / " + f.group + ".", f.groupLink(), f.a.ResumeGroup(ctx, f.topic, f.group)
 	}},
 	"run": {run: func(ctx context.Context, f *form) (string, string, error) {
-		return "Message " + f.id + " is due now.", f.msgLink(f.id), f.a.RunMessage(ctx, &pubsub.MessageParams{Topic: f.topic, Group: f.group, ID: f.id})
+		return "Message " + f.id + " is due now.", f.msgLink(f.id), f.a.RunMessage(ctx, &backend.MessageParams{Topic: f.topic, Group: f.group, ID: f.id})
 	}},
 	"requeue": {confirm: confirmRequeueAll, run: requeue},
 	"purge":   {confirm: confirmPurge, run: purge},
 	"delete-message": {
 		confirm: func(ctx context.Context, f *form) (*confirmView, error) {
-			m, err := f.a.Message(ctx, &pubsub.MessageParams{Topic: f.topic, Group: f.group, ID: f.id})
+			m, err := f.a.Message(ctx, &backend.MessageParams{Topic: f.topic, Group: f.group, ID: f.id})
 			if err != nil {
 				return nil, err
 			}
@@ -76,13 +76,13 @@ var actions = map[string]action{
 				Button: "Delete the message", Cancel: f.msgLink(f.id)}, nil
 		},
 		run: func(ctx context.Context, f *form) (string, string, error) {
-			return "Deleted message " + f.id + ".", f.groupLink(), f.a.DeleteMessage(ctx, &pubsub.MessageParams{Topic: f.topic, Group: f.group, ID: f.id})
+			return "Deleted message " + f.id + ".", f.groupLink(), f.a.DeleteMessage(ctx, &backend.MessageParams{Topic: f.topic, Group: f.group, ID: f.id})
 		},
 	},
 	"delete-group": {
 		deletes: "group",
 		confirm: func(ctx context.Context, f *form) (*confirmView, error) {
-			st, err := f.a.Stats(ctx, &pubsub.StatsParams{Topic: f.topic, Group: f.group})
+			st, err := f.a.Stats(ctx, &backend.StatsParams{Topic: f.topic, Group: f.group})
 			if err != nil {
 				return nil, err
 			}
@@ -132,7 +132,7 @@ func confirmRequeueAll(ctx context.Context, f *form) (*confirmView, error) {
 	if !f.all {
 		return nil, nil // requeueing chosen dead letters retries them; nothing is lost
 	}
-	st, err := f.a.Stats(ctx, &pubsub.StatsParams{Topic: f.topic, Group: f.group})
+	st, err := f.a.Stats(ctx, &backend.StatsParams{Topic: f.topic, Group: f.group})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func confirmRequeueAll(ctx context.Context, f *form) (*confirmView, error) {
 }
 
 func requeue(ctx context.Context, f *form) (string, string, error) {
-	p := &pubsub.RequeueParams{Topic: f.topic, Group: f.group, IDs: f.targets(), All: f.all}
+	p := &backend.RequeueParams{Topic: f.topic, Group: f.group, IDs: f.targets(), All: f.all}
 	if !p.All && len(p.IDs) == 0 {
 		return "", "", &httpError{code: http.StatusBadRequest, msg: "no dead letter selected"}
 	}
@@ -158,7 +158,7 @@ func confirmPurge(ctx context.Context, f *form) (*confirmView, error) {
 	c := &confirmView{Button: "Purge", Cancel: f.deadLink(),
 		Lines: []string{"Purged dead letters are deleted for good."}}
 	if f.all {
-		st, err := f.a.Stats(ctx, &pubsub.StatsParams{Topic: f.topic, Group: f.group})
+		st, err := f.a.Stats(ctx, &backend.StatsParams{Topic: f.topic, Group: f.group})
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +182,7 @@ func purge(ctx context.Context, f *form) (string, string, error) {
 		if f.limit <= 0 {
 			return "Purged no dead letter.", f.deadLink(), nil
 		}
-		n, err := f.a.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: f.topic, Group: f.group, Limit: f.limit})
+		n, err := f.a.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: f.topic, Group: f.group, Limit: f.limit})
 		return fmt.Sprintf("Purged %s dead letter%s.", num(int64(n)), plural(n)), f.deadLink(), err
 	}
 	ids := f.targets()
@@ -191,7 +191,7 @@ func purge(ctx context.Context, f *form) (string, string, error) {
 	}
 	// One atomic purge: an ID that is no longer a dead letter (requeued meanwhile, maybe
 	// already claimed) is skipped, never deleted.
-	n, err := f.a.PurgeDeadLetters(ctx, &pubsub.PurgeParams{Topic: f.topic, Group: f.group, IDs: ids})
+	n, err := f.a.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: f.topic, Group: f.group, IDs: ids})
 	done := fmt.Sprintf("Purged %d dead letter%s.", n, plural(n))
 	if skipped := len(ids) - n; err == nil && skipped > 0 {
 		done += fmt.Sprintf(" %d of those chosen were no longer dead letters and were kept.", skipped)
@@ -282,7 +282,7 @@ func (h *Handler) readForm(r *http.Request) (*form, error) {
 	if len(f.ids) > h.opts.PageSize { // a page's checkboxes at most
 		return nil, &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf("%d messages chosen: at most %d at a time", len(f.ids), h.opts.PageSize)}
 	}
-	if err := pubsub.ValidateName("topic", f.topic); err != nil {
+	if err := backend.ValidateName("topic", f.topic); err != nil {
 		return nil, err
 	}
 	if s := r.PostFormValue("limit"); s != "" {

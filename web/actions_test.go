@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/web"
 )
 
@@ -153,7 +153,7 @@ func TestDeadLetterActions(t *testing.T) {
 	s.deadLetter("orders", "billing", "e", "arrived after the question") // not counted: kept
 	code, _, _ = s.confirm("/purge", body)
 	require.Equal(t, http.StatusSeeOther, code)
-	page, err := s.env.B.(pubsub.Admin).Messages(ctxT(t), &pubsub.MessagesParams{Topic: "orders", Group: "billing", State: pubsub.StateDead})
+	page, err := s.env.B.(backend.Admin).Messages(ctxT(t), &backend.MessagesParams{Topic: "orders", Group: "billing", State: backend.StateDead})
 	require.NoError(t, err)
 	require.Len(t, page.Messages, 1)
 	require.Equal(t, "arrived after the question", page.Messages[0].Reason)
@@ -257,7 +257,7 @@ func TestPurgeSelectedKeepsWhatWasRequeued(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "Purge 2 dead letters")
 
-	n, err := s.env.B.RequeueDeadLetters(ctxT(t), &pubsub.RequeueParams{Topic: "orders", Group: "billing", IDs: []string{a}})
+	n, err := s.env.B.RequeueDeadLetters(ctxT(t), &backend.RequeueParams{Topic: "orders", Group: "billing", IDs: []string{a}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	claimed := s.env.Claim("orders", "billing", "worker", 1)

@@ -11,9 +11,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/browsertest"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 func TestDashboardShowsWhatRedisLostInABrowser(t *testing.T) {
@@ -21,7 +21,7 @@ func TestDashboardShowsWhatRedisLostInABrowser(t *testing.T) {
 	c, prefix := srv.Client(t), redistest.Prefix(t)
 	b := backendOf(t, c, "list", prefix)
 	require.EqualValues(t, 2, dropFrom(t, smallBacklog(t, c, prefix, "list"), "signups", 5))
-	require.NoError(t, b.EnsureGroup(ctxT(t), &pubsub.EnsureGroupParams{Topic: "invoices", Group: "ledger"}))
+	require.NoError(t, b.EnsureGroup(ctxT(t), &backend.EnsureGroupParams{Topic: "invoices", Group: "ledger"}))
 	forget(t, c, prefix, "invoices")
 	first := registerAgain(t, b, "invoices", "ledger", 0)
 

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/browsertest"
 	"github.com/relq/relq/internal/cli"
@@ -91,7 +92,7 @@ func (r *received) count() int {
 }
 
 // subscribe runs a Watermill subscriber of group on topic that acks everything, until stop.
-func subscribe(t *testing.T, b pubsub.Backend, topic, group string) (got *received, stop func()) {
+func subscribe(t *testing.T, b backend.Backend, topic, group string) (got *received, stop func()) {
 	sub, err := pubsub.NewSubscriber(b, pubsub.SubscriberConfig{Group: group, Block: 200 * time.Millisecond}, watermill.NopLogger{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -160,9 +161,9 @@ func TestDashboardInABrowser(t *testing.T) {
 	env.EnsureGroup("emails", "sender")
 	var uuids []string
 	for i := 1; i <= 5; i++ {
-		msg := pubsub.OutMessage{Envelope: pubsub.Envelope{UUID: watermill.NewUUID(), Payload: []byte(fmt.Sprintf(`{"order":%d,"sku":"A-%d","qty":%d}`, i, 100+i, i)),
+		msg := backend.OutMessage{Envelope: backend.Envelope{UUID: watermill.NewUUID(), Payload: []byte(fmt.Sprintf(`{"order":%d,"sku":"A-%d","qty":%d}`, i, 100+i, i)),
 			Metadata: map[string]string{"source": "shop", "trace_id": fmt.Sprintf("t-%d", i)}}}
-		_, err := b.Publish(ctxT(t), &pubsub.PublishParams{Topic: "orders", Messages: []pubsub.OutMessage{msg}})
+		_, err := b.Publish(ctxT(t), &backend.PublishParams{Topic: "orders", Messages: []backend.OutMessage{msg}})
 		require.NoError(t, err)
 		uuids = append(uuids, msg.Envelope.UUID)
 	}
@@ -171,9 +172,9 @@ func TestDashboardInABrowser(t *testing.T) {
 	for _, d := range env.Claim("orders", "billing", "worker-1", 5) {
 		if d.Envelope.UUID == uuids[4] {
 			deadID = d.ID
-			env.Nack("orders", "billing", "worker-1", 1, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "payment provider said: card declined"})
+			env.Nack("orders", "billing", "worker-1", 1, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "payment provider said: card declined"})
 		} else {
-			env.Nack("orders", "billing", "worker-1", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
+			env.Nack("orders", "billing", "worker-1", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
 		}
 	}
 	require.NotEmpty(t, deadID)
@@ -217,7 +218,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	go func() {
 		defer close(flowed)
 		for i := 0; flow.Err() == nil; i++ {
-			_, _ = b.Publish(flow, &pubsub.PublishParams{Topic: "orders", Messages: []pubsub.OutMessage{{Envelope: adaptertest.Envelope(fmt.Sprintf(`{"order":%d}`, 1000+i))}}})
+			_, _ = b.Publish(flow, &backend.PublishParams{Topic: "orders", Messages: []backend.OutMessage{{Envelope: adaptertest.Envelope(fmt.Sprintf(`{"order":%d}`, 1000+i))}}})
 			time.Sleep(40 * time.Millisecond)
 		}
 	}()
@@ -228,7 +229,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	// Problems stand out: shipping's ready count grows (nobody consumes it) and a letter dies
 	// while the page is open; a sender holds a message past --stuck-after.
 	ds := env.Claim("orders", "shipping", "worker-2", 1)
-	env.Nack("orders", "shipping", "worker-2", 1, pubsub.NackItem{ID: ds[0].ID, Attempt: ds[0].Attempt, Reason: "no address"})
+	env.Nack("orders", "shipping", "worker-2", 1, backend.NackItem{ID: ds[0].ID, Attempt: ds[0].Attempt, Reason: "no address"})
 	problems := func(key string) string {
 		return `document.querySelector('tr[data-key="list ` + key + `"] td.problems').textContent`
 	}
@@ -258,8 +259,8 @@ func TestDashboardInABrowser(t *testing.T) {
 	require.Contains(t, browsertest.Text(t, ctx, `#flash`), "Paused orders / billing")
 	claimed := env.Stats("orders", "billing").Counters.Claimed
 	before := got.count()
-	held := pubsub.OutMessage{Envelope: adaptertest.Envelope("while paused")}
-	_, err := b.Publish(ctxT(t), &pubsub.PublishParams{Topic: "orders", Messages: []pubsub.OutMessage{held}})
+	held := backend.OutMessage{Envelope: adaptertest.Envelope("while paused")}
+	_, err := b.Publish(ctxT(t), &backend.PublishParams{Topic: "orders", Messages: []backend.OutMessage{held}})
 	require.NoError(t, err)
 	time.Sleep(time.Second) // five of the subscriber's claims (Block 200ms): none may deliver
 	require.Equal(t, before, got.count(), "a paused group delivers nothing")

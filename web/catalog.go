@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // catalog keeps the topics and groups of every backend, found by Admin.ListTopics (a SCAN of
@@ -185,7 +185,7 @@ func sortRows(rows []row, backends []Backend) {
 }
 
 // topicRows are the overview rows of one topic: one per group, or one for its backlog.
-func topicRows(backend string, t pubsub.TopicInfo) []row {
+func topicRows(backend string, t backend.TopicInfo) []row {
 	if len(t.Groups) == 0 {
 		return []row{{Backend: backend, Topic: t.Name, Backlog: t.Backlog, BacklogDropped: t.BacklogDropped}}
 	}

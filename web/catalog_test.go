@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/web"
 )
 
@@ -18,13 +18,13 @@ import (
 // waits for release; the ones after it wait until the dashboard closes, so that what the
 // overview shows is what the second one found.
 type gatedAdmin struct {
-	pubsub.Admin
+	backend.Admin
 	calls   atomic.Int32
 	read    chan struct{}
 	release chan struct{}
 }
 
-func (g *gatedAdmin) ListTopics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+func (g *gatedAdmin) ListTopics(ctx context.Context) ([]backend.TopicInfo, error) {
 	switch g.calls.Add(1) {
 	case 1:
 		return g.Admin.ListTopics(ctx)

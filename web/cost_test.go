@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/relq/relq/web"
 )
 
@@ -72,9 +72,9 @@ func fill(t *testing.T, e *adaptertest.Env, topic string, n int) {
 	}
 	for i := 0; i < n; i += 500 {
 		ds := e.Claim(topic, "billing", "dying", min(500, n-i))
-		items := make([]pubsub.NackItem, len(ds))
+		items := make([]backend.NackItem, len(ds))
 		for j, d := range ds {
-			items[j] = pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: fmt.Sprintf("reason %d", j%3)}
+			items[j] = backend.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: fmt.Sprintf("reason %d", j%3)}
 		}
 		require.Equal(t, len(ds), e.Nack(topic, "billing", "dying", 1, items...).DeadLettered)
 	}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // reasonPages is how many pages of dead letters, the oldest first, the reasons are counted
@@ -38,19 +38,19 @@ func (h *Handler) dead(w http.ResponseWriter, r *http.Request) (out, error) {
 	}
 	v := &deadView{Backend: b, Topic: r.FormValue("t"), Group: r.FormValue("g"), Cursor: r.FormValue("cursor")}
 	ctx := r.Context()
-	page, err := h.listPage(ctx, a, v.Topic, v.Group, pubsub.StateDead, v.Cursor, &v.Letters)
+	page, err := h.listPage(ctx, a, v.Topic, v.Group, backend.StateDead, v.Cursor, &v.Letters)
 	if err != nil {
 		return out{}, err
 	}
 	v.Next = page.Next
-	st, err := a.Stats(ctx, &pubsub.StatsParams{Topic: v.Topic, Group: v.Group})
+	st, err := a.Stats(ctx, &backend.StatsParams{Topic: v.Topic, Group: v.Group})
 	if err != nil {
 		return out{}, err
 	}
 	v.Dead = st.Dead
 	window := page
 	if v.Cursor != "" || page.Next != "" {
-		if window, err = a.Messages(ctx, &pubsub.MessagesParams{Topic: v.Topic, Group: v.Group, State: pubsub.StateDead, Count: reasonPages * h.opts.PageSize}); err != nil {
+		if window, err = a.Messages(ctx, &backend.MessagesParams{Topic: v.Topic, Group: v.Group, State: backend.StateDead, Count: reasonPages * h.opts.PageSize}); err != nil {
 			return out{}, err
 		}
 	}
@@ -59,7 +59,7 @@ func (h *Handler) dead(w http.ResponseWriter, r *http.Request) (out, error) {
 }
 
 // reasons counts dead letters by reason, the most frequent first.
-func reasons(dead []pubsub.MessageInfo) []reason {
+func reasons(dead []backend.MessageInfo) []reason {
 	count := map[string]int{}
 	for _, m := range dead {
 		count[m.Reason]++

@@ -4,7 +4,7 @@
 // reason) and lets an operator act on it (pause and resume a group, requeue, run or delete a
 // message, requeue or purge dead letters, delete a group or a topic).
 //
-// It is built on pubsub.Admin only, so it shows any backend that implements it, and it is
+// It is built on backend.Admin only, so it shows any backend that implements it, and it is
 // what `relq web` serves. An application mounts it under any path prefix of its own server,
 // behind its own authentication:
 //

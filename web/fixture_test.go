@@ -19,15 +19,15 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/relq/relq/web"
 )
 
 // backendOf builds the backend named name on c under prefix.
-func backendOf(t testing.TB, c redis.UniversalClient, name, prefix string) pubsub.Backend {
+func backendOf(t testing.TB, c redis.UniversalClient, name, prefix string) backend.Backend {
 	t.Helper()
-	var b pubsub.Backend
+	var b backend.Backend
 	var err error
 	switch name {
 	case "list":
@@ -52,16 +52,16 @@ type site struct {
 	name   string
 }
 
-func newSite(t *testing.T, backend string, edit func(*web.Options)) *site {
+func newSite(t *testing.T, be string, edit func(*web.Options)) *site {
 	t.Helper()
 	c, prefix := adaptertest.Server(t)
-	return newSiteOn(t, c, prefix, backend, edit)
+	return newSiteOn(t, c, prefix, be, edit)
 }
 
-func newSiteOn(t *testing.T, c *redis.Client, prefix, backend string, edit func(*web.Options)) *site {
+func newSiteOn(t *testing.T, c *redis.Client, prefix, be string, edit func(*web.Options)) *site {
 	t.Helper()
-	b := backendOf(t, c, backend, prefix)
-	opts := web.Options{Backends: []web.Backend{{Name: backend, Admin: b.(pubsub.Admin)}}, Prefix: prefix}
+	b := backendOf(t, c, be, prefix)
+	opts := web.Options{Backends: []web.Backend{{Name: be, Admin: b.(backend.Admin)}}, Prefix: prefix}
 	if edit != nil {
 		edit(&opts)
 	}
@@ -72,7 +72,7 @@ func newSiteOn(t *testing.T, c *redis.Client, prefix, backend string, edit func(
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &site{t: t, env: adaptertest.NewEnv(t, c, prefix, b), h: h, srv: srv, client: client, name: backend}
+	return &site{t: t, env: adaptertest.NewEnv(t, c, prefix, b), h: h, srv: srv, client: client, name: be}
 }
 
 // get fetches path and returns the status and body.
@@ -163,7 +163,7 @@ func (s *site) deadLetter(topic, group, payload, reason string) string {
 	ds := s.env.Claim(topic, group, "c-dead", 1)
 	require.Len(s.t, ds, 1)
 	require.Equal(s.t, id, ds[0].ID)
-	res := s.env.Nack(topic, group, "c-dead", 1, pubsub.NackItem{ID: ds[0].ID, Attempt: ds[0].Attempt, Reason: reason})
+	res := s.env.Nack(topic, group, "c-dead", 1, backend.NackItem{ID: ds[0].ID, Attempt: ds[0].Attempt, Reason: reason})
 	require.Equal(s.t, 1, res.DeadLettered)
 	return id
 }

@@ -7,15 +7,15 @@ import (
 	"slices"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // groupView is the group page.
 type groupView struct {
 	Backend, Topic, Group string
-	Stats                 pubsub.Stats
-	State                 pubsub.MessageState
-	States                []pubsub.MessageState
+	Stats                 backend.Stats
+	State                 backend.MessageState
+	States                []backend.MessageState
 	Messages              []messageRow
 	Cursor, Next          string
 	// Consumers hold the first page of pending messages (HeldOf says how many were looked at).
@@ -25,13 +25,13 @@ type groupView struct {
 }
 
 // Count is the number of the group's messages in state st.
-func (v *groupView) Count(st pubsub.MessageState) int64 {
+func (v *groupView) Count(st backend.MessageState) int64 {
 	switch st {
-	case pubsub.StateReady:
+	case backend.StateReady:
 		return v.Stats.Ready
-	case pubsub.StateDelayed:
+	case backend.StateDelayed:
 		return v.Stats.Delayed
-	case pubsub.StatePending:
+	case backend.StatePending:
 		return v.Stats.Pending
 	}
 	return v.Stats.Dead
@@ -49,7 +49,7 @@ type consumer struct {
 
 // messageRow is a message in a listing.
 type messageRow struct {
-	pubsub.MessageInfo
+	backend.MessageInfo
 	Preview string
 }
 
@@ -58,10 +58,10 @@ func (h *Handler) group(w http.ResponseWriter, r *http.Request) (out, error) {
 	if err != nil {
 		return out{}, err
 	}
-	v := &groupView{Backend: b, Topic: r.FormValue("t"), Group: r.FormValue("g"), States: pubsub.States,
-		State: pubsub.StateReady, Cursor: r.FormValue("cursor")}
+	v := &groupView{Backend: b, Topic: r.FormValue("t"), Group: r.FormValue("g"), States: backend.States,
+		State: backend.StateReady, Cursor: r.FormValue("cursor")}
 	if s := r.FormValue("state"); s != "" {
-		if v.State, err = pubsub.ParseState(s); err != nil {
+		if v.State, err = backend.ParseState(s); err != nil {
 			return out{}, &httpError{code: http.StatusBadRequest, msg: err.Error()}
 		}
 	}
@@ -71,12 +71,12 @@ func (h *Handler) group(w http.ResponseWriter, r *http.Request) (out, error) {
 		return out{}, err
 	}
 	v.Next = page.Next
-	if v.Stats, err = a.Stats(ctx, &pubsub.StatsParams{Topic: v.Topic, Group: v.Group}); err != nil {
+	if v.Stats, err = a.Stats(ctx, &backend.StatsParams{Topic: v.Topic, Group: v.Group}); err != nil {
 		return out{}, err
 	}
 	pending := page
-	if v.State != pubsub.StatePending || v.Cursor != "" {
-		if pending, err = a.Messages(ctx, &pubsub.MessagesParams{Topic: v.Topic, Group: v.Group, State: pubsub.StatePending, Count: h.opts.PageSize}); err != nil {
+	if v.State != backend.StatePending || v.Cursor != "" {
+		if pending, err = a.Messages(ctx, &backend.MessagesParams{Topic: v.Topic, Group: v.Group, State: backend.StatePending, Count: h.opts.PageSize}); err != nil {
 			return out{}, err
 		}
 	}
@@ -85,8 +85,8 @@ func (h *Handler) group(w http.ResponseWriter, r *http.Request) (out, error) {
 }
 
 // listPage reads one page of a group's messages in state st into rows.
-func (h *Handler) listPage(ctx context.Context, a pubsub.Admin, topic, group string, st pubsub.MessageState, cursor string, rows *[]messageRow) (pubsub.MessagePage, error) {
-	page, err := a.Messages(ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: st, Cursor: cursor, Count: h.opts.PageSize})
+func (h *Handler) listPage(ctx context.Context, a backend.Admin, topic, group string, st backend.MessageState, cursor string, rows *[]messageRow) (backend.MessagePage, error) {
+	page, err := a.Messages(ctx, &backend.MessagesParams{Topic: topic, Group: group, State: st, Cursor: cursor, Count: h.opts.PageSize})
 	for _, m := range page.Messages {
 		*rows = append(*rows, messageRow{MessageInfo: m, Preview: preview(m)})
 	}
@@ -94,7 +94,7 @@ func (h *Handler) listPage(ctx context.Context, a pubsub.Admin, topic, group str
 }
 
 // consumers groups pending messages by their holder, sorted by name.
-func consumers(pending []pubsub.MessageInfo) []consumer {
+func consumers(pending []backend.MessageInfo) []consumer {
 	by := map[string]*consumer{}
 	var out []consumer
 	for _, m := range pending {

@@ -16,15 +16,15 @@ import (
 
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/keys"
-	"github.com/relq/relq/pubsub"
 )
 
 // smallBacklog is the backend named name on e's client and prefix with a backlog of 3.
-func smallBacklog(t *testing.T, c redis.UniversalClient, prefix, name string) pubsub.Backend {
+func smallBacklog(t *testing.T, c redis.UniversalClient, prefix, name string) backend.Backend {
 	t.Helper()
-	var b pubsub.Backend
+	var b backend.Backend
 	var err error
 	if name == "list" {
 		b, err = list.New(c, list.Options{Prefix: prefix, BacklogLimit: 3})
@@ -37,13 +37,13 @@ func smallBacklog(t *testing.T, c redis.UniversalClient, prefix, name string) pu
 
 // dropFrom publishes n messages to topic, which has no group, through b and returns how many
 // the backlog dropped.
-func dropFrom(t *testing.T, b pubsub.Backend, topic string, n int) int64 {
+func dropFrom(t *testing.T, b backend.Backend, topic string, n int) int64 {
 	t.Helper()
-	msgs := make([]pubsub.OutMessage, n)
+	msgs := make([]backend.OutMessage, n)
 	for i := range msgs {
 		msgs[i].Envelope = adaptertest.Envelope("signup")
 	}
-	res, err := b.Publish(ctxT(t), &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	res, err := b.Publish(ctxT(t), &backend.PublishParams{Topic: topic, Messages: msgs})
 	require.NoError(t, err)
 	return res.BacklogDropped
 }
@@ -59,9 +59,9 @@ func forget(t *testing.T, c redis.UniversalClient, prefix, topic string) {
 
 // registerAgain registers group again as its running subscription does when it finds the
 // group's keys gone, knowing of known re-registrations before.
-func registerAgain(t *testing.T, b pubsub.Backend, topic, group string, known int64) pubsub.RegisterAgainResult {
+func registerAgain(t *testing.T, b backend.Backend, topic, group string, known int64) backend.RegisterAgainResult {
 	t.Helper()
-	res, err := b.RegisterAgain(ctxT(t), &pubsub.RegisterAgainParams{Topic: topic, Group: group, Known: known})
+	res, err := b.RegisterAgain(ctxT(t), &backend.RegisterAgainParams{Topic: topic, Group: group, Known: known})
 	require.NoError(t, err)
 	require.True(t, res.Registered)
 	return res

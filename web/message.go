@@ -7,14 +7,14 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/payload"
-	"github.com/relq/relq/pubsub"
 )
 
 // messageView is the message page.
 type messageView struct {
 	Backend string
-	pubsub.MessageInfo
+	backend.MessageInfo
 	Kind     payload.Kind
 	Body     string
 	AsHex    bool
@@ -30,8 +30,8 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request) (out, error) {
 		return out{}, err
 	}
 	topic, group, id := r.FormValue("t"), r.FormValue("g"), r.FormValue("id")
-	m, err := a.Message(r.Context(), &pubsub.MessageParams{Topic: topic, Group: group, ID: id})
-	if errors.Is(err, pubsub.ErrMessageNotFound) {
+	m, err := a.Message(r.Context(), &backend.MessageParams{Topic: topic, Group: group, ID: id})
+	if errors.Is(err, backend.ErrMessageNotFound) {
 		// A link to a message that was acked, purged or deleted since: say so plainly.
 		return out{}, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf(
 			"%s / %s holds no message %s (any more): acked, purged or deleted, if it was there.", topic, group, id)}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/relq/relq/web"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestMountedUnderAPrefix(t *testing.T) {
 	c, prefix := adaptertest.Server(t)
 	b := backendOf(t, c, "list", prefix)
-	h, err := web.New(web.Options{Backends: []web.Backend{{Name: "list", Admin: b.(pubsub.Admin)}}})
+	h, err := web.New(web.Options{Backends: []web.Backend{{Name: "list", Admin: b.(backend.Admin)}}})
 	require.NoError(t, err)
 	defer h.Close()
 	mux := http.NewServeMux()
@@ -33,7 +33,7 @@ func TestMountedUnderAPrefix(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	require.NoError(t, b.EnsureGroup(ctxT(t), &pubsub.EnsureGroupParams{Topic: "orders", Group: "billing"}))
+	require.NoError(t, b.EnsureGroup(ctxT(t), &backend.EnsureGroupParams{Topic: "orders", Group: "billing"}))
 
 	jar, _ := cookiejar.New(nil)
 	var visited []string
@@ -83,7 +83,7 @@ func TestMountedUnderAPrefix(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Equal(t, "/ops/relq/group", res.Request.URL.Path)
-	st, err := b.Stats(ctxT(t), &pubsub.StatsParams{Topic: "orders", Group: "billing"})
+	st, err := b.Stats(ctxT(t), &backend.StatsParams{Topic: "orders", Group: "billing"})
 	require.NoError(t, err)
 	require.True(t, st.Paused)
 

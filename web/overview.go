@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // overviewView is the overview page: one page of topic × group rows.
@@ -29,7 +29,7 @@ type overviewView struct {
 // row, a topic with no group).
 type statsRow struct {
 	row
-	Stats pubsub.Stats
+	Stats backend.Stats
 	// Stuck: the oldest pending message has been held longer than Options.StuckAfter.
 	Stuck bool
 	// Gone: the group was deleted since the topics were discovered.
@@ -37,7 +37,7 @@ type statsRow struct {
 }
 
 // Key names the row in the page and in the JSON the page polls. Names cannot hold a space
-// (pubsub.ValidateName), so no two rows share a key.
+// (backend.ValidateName), so no two rows share a key.
 func (r statsRow) Key() string { return r.Backend + " " + r.Topic + " " + r.Group }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) (out, error) {
@@ -80,9 +80,9 @@ func (h *Handler) overviewRows(r *http.Request) (*overviewView, error) {
 	for _, row := range rows {
 		sr := statsRow{row: row}
 		if row.Group != "" {
-			st, err := h.backends[row.Backend].Stats(r.Context(), &pubsub.StatsParams{Topic: row.Topic, Group: row.Group})
+			st, err := h.backends[row.Backend].Stats(r.Context(), &backend.StatsParams{Topic: row.Topic, Group: row.Group})
 			switch {
-			case errors.Is(err, pubsub.ErrGroupNotFound), errors.Is(err, pubsub.ErrTopicNotFound):
+			case errors.Is(err, backend.ErrGroupNotFound), errors.Is(err, backend.ErrTopicNotFound):
 				sr.Gone = true
 				h.catalog.markStale()
 			case err != nil:

@@ -10,17 +10,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/relq/relq/web"
 )
 
 // TestPagesShowEveryState renders every page on each backend with a message in every state
 // and checks that each shows what an operator looks for.
 func TestPagesShowEveryState(t *testing.T) {
-	for _, backend := range []string{"list", "zset", "streams"} {
-		t.Run(backend, func(t *testing.T) {
-			s := newSite(t, backend, nil)
+	for _, be := range []string{"list", "zset", "streams"} {
+		t.Run(be, func(t *testing.T) {
+			s := newSite(t, be, nil)
 			s.env.EnsureGroup("orders", "billing")
 			dead := s.deadLetter("orders", "billing", `{"order":7}`, "card declined")
 			ready := s.env.Publish("orders", `{"order":1,"items":["a","b"]}`, "plain text note")[0]
@@ -32,40 +32,40 @@ func TestPagesShowEveryState(t *testing.T) {
 			home := s.page("/")
 			require.Contains(t, home, ">orders<")
 			require.Contains(t, home, ">billing<")
-			require.Contains(t, home, `data-key="`+backend+` orders billing"`)
+			require.Contains(t, home, `data-key="`+be+` orders billing"`)
 
-			topic := s.page("/topic" + q("b", backend, "t", "orders"))
+			topic := s.page("/topic" + q("b", be, "t", "orders"))
 			require.Contains(t, topic, "billing")
 			require.Contains(t, topic, `id="delete-topic"`)
 
-			group := s.page("/group" + q("b", backend, "t", "orders", "g", "billing"))
+			group := s.page("/group" + q("b", be, "t", "orders", "g", "billing"))
 			require.Contains(t, group, "worker-1", "the consumer holding messages")
 			require.Contains(t, group, `id="pause"`)
-			for _, st := range pubsub.States {
-				body := s.page("/group" + q("b", backend, "t", "orders", "g", "billing", "state", string(st)))
+			for _, st := range backend.States {
+				body := s.page("/group" + q("b", be, "t", "orders", "g", "billing", "state", string(st)))
 				switch st {
-				case pubsub.StateDelayed:
+				case backend.StateDelayed:
 					require.Contains(t, body, ">"+delayed+"<")
-				case pubsub.StatePending:
+				case backend.StatePending:
 					require.Contains(t, body, ">"+held[0].ID+"<")
-				case pubsub.StateDead:
+				case backend.StateDead:
 					require.Contains(t, body, "card declined")
 				}
 			}
 
-			msg := s.page("/message" + q("b", backend, "t", "orders", "g", "billing", "id", dead))
+			msg := s.page("/message" + q("b", be, "t", "orders", "g", "billing", "id", dead))
 			require.Contains(t, msg, "card declined")
 			require.Contains(t, msg, "JSON, 11 bytes")
 			require.Contains(t, msg, "&#34;order&#34;: 7", "the payload indented as JSON")
 			require.Contains(t, msg, `id="requeue"`)
-			msg = s.page("/message" + q("b", backend, "t", "orders", "g", "billing", "id", delayed))
+			msg = s.page("/message" + q("b", be, "t", "orders", "g", "billing", "id", delayed))
 			require.Contains(t, msg, `id="run"`)
 			require.Contains(t, msg, "text, 5 bytes")
-			msg = s.page("/message" + q("b", backend, "t", "orders", "g", "billing", "id", ready, "as", "hex"))
+			msg = s.page("/message" + q("b", be, "t", "orders", "g", "billing", "id", ready, "as", "hex"))
 			require.Contains(t, msg, "binary, hex dump")
 			require.Contains(t, msg, "7b 22 6f 72")
 
-			deadPage := s.page("/dead" + q("b", backend, "t", "orders", "g", "billing"))
+			deadPage := s.page("/dead" + q("b", be, "t", "orders", "g", "billing"))
 			require.Contains(t, deadPage, "card declined")
 			require.Contains(t, deadPage, `value="`+dead+`"`)
 		})
@@ -91,9 +91,9 @@ func TestMissingThingsAre404(t *testing.T) {
 }
 
 // failingAdmin is a backend whose topic discovery fails: Redis refusing its SCAN, say.
-type failingAdmin struct{ pubsub.Admin }
+type failingAdmin struct{ backend.Admin }
 
-func (failingAdmin) ListTopics(context.Context) ([]pubsub.TopicInfo, error) {
+func (failingAdmin) ListTopics(context.Context) ([]backend.TopicInfo, error) {
 	return nil, errors.New("NOPERM this user has no permissions to run the 'scan' command")
 }
 
@@ -104,8 +104,8 @@ func TestOverviewOfEveryBackend(t *testing.T) {
 	var backends []web.Backend
 	for _, name := range []string{"list", "zset", "streams"} {
 		b := backendOf(t, c, name, prefix)
-		require.NoError(t, b.EnsureGroup(ctxT(t), &pubsub.EnsureGroupParams{Topic: name + "-topic", Group: "g"}))
-		backends = append(backends, web.Backend{Name: name, Admin: b.(pubsub.Admin)})
+		require.NoError(t, b.EnsureGroup(ctxT(t), &backend.EnsureGroupParams{Topic: name + "-topic", Group: "g"}))
+		backends = append(backends, web.Backend{Name: name, Admin: b.(backend.Admin)})
 	}
 	backends = append(backends, web.Backend{Name: "broken", Admin: failingAdmin{backends[0].Admin}})
 	s := newSiteOn(t, c, prefix, "list", func(o *web.Options) { o.Backends = backends })

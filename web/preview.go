@@ -7,8 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/payload"
-	"github.com/relq/relq/pubsub"
 )
 
 // previewLen bounds a payload's preview in a listing, in characters; a payload up to
@@ -19,7 +19,7 @@ const (
 )
 
 // preview is a one-line glimpse of a message for a listing: compact JSON, text, or hex.
-func preview(m pubsub.MessageInfo) string {
+func preview(m backend.MessageInfo) string {
 	switch {
 	case m.BodyMissing:
 		return "(body missing)"

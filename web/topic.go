@@ -3,7 +3,7 @@ package web
 import (
 	"net/http"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // groupsMax bounds the groups a topic page reads the stats of.
@@ -12,8 +12,8 @@ const groupsMax = 100
 // topicView is the topic page.
 type topicView struct {
 	Backend string
-	Info    pubsub.TopicInfo
-	Groups  []pubsub.Stats
+	Info    backend.TopicInfo
+	Groups  []backend.Stats
 	More    int
 }
 
@@ -32,7 +32,7 @@ func (h *Handler) topic(w http.ResponseWriter, r *http.Request) (out, error) {
 			v.More = len(info.Groups) - i
 			break
 		}
-		st, err := a.Stats(r.Context(), &pubsub.StatsParams{Topic: info.Name, Group: g})
+		st, err := a.Stats(r.Context(), &backend.StatsParams{Topic: info.Name, Group: g})
 		if err != nil {
 			return out{}, err
 		}

@@ -17,15 +17,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // Backend is one relq backend shown by the dashboard.
 type Backend struct {
 	// Name is how pages and URLs name it: "list", "zset", "streams", or any name that
-	// pubsub.ValidateName accepts for an adapter of your own.
+	// backend.ValidateName accepts for an adapter of your own.
 	Name  string
-	Admin pubsub.Admin
+	Admin backend.Admin
 }
 
 // Options configure a Handler.
@@ -83,7 +83,7 @@ var assets embed.FS
 // that is still running.
 type Handler struct {
 	opts     Options
-	backends map[string]pubsub.Admin
+	backends map[string]backend.Admin
 	mux      *http.ServeMux
 	pages    map[string]*template.Template
 	catalog  *catalog
@@ -113,12 +113,12 @@ func New(opts Options) (*Handler, error) {
 	}
 	opts.PageSize = min(opts.PageSize, pageSizeMax)
 	opts.AllowedHosts = slices.Clone(opts.AllowedHosts)
-	h := &Handler{opts: opts, backends: map[string]pubsub.Admin{}, log: opts.Logger}
+	h := &Handler{opts: opts, backends: map[string]backend.Admin{}, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	for _, b := range opts.Backends {
-		if err := pubsub.ValidateName("backend", b.Name); err != nil {
+		if err := backend.ValidateName("backend", b.Name); err != nil {
 			return nil, fmt.Errorf("relq web: %w", err)
 		}
 		if b.Admin == nil {
@@ -225,7 +225,7 @@ func mountPath(r *http.Request) string {
 }
 
 // admin is the backend named in the query (b=), or an httpError.
-func (h *Handler) admin(r *http.Request) (string, pubsub.Admin, error) {
+func (h *Handler) admin(r *http.Request) (string, backend.Admin, error) {
 	name := r.FormValue("b")
 	a, ok := h.backends[name]
 	if !ok {
@@ -250,16 +250,16 @@ func (e *httpError) Error() string { return e.msg }
 // statusOf maps an error of the Admin API, or an httpError, to an HTTP status.
 func statusOf(err error) int {
 	var he *httpError
-	var ne *pubsub.NameError
+	var ne *backend.NameError
 	switch {
 	case errors.As(err, &he):
 		return he.code
-	case errors.As(err, &ne), errors.Is(err, pubsub.ErrBadCursor), errors.Is(err, pubsub.ErrNotDelayed):
+	case errors.As(err, &ne), errors.Is(err, backend.ErrBadCursor), errors.Is(err, backend.ErrNotDelayed):
 		return http.StatusBadRequest
-	case errors.Is(err, pubsub.ErrTopicNotFound), errors.Is(err, pubsub.ErrGroupNotFound),
-		errors.Is(err, pubsub.ErrMessageNotFound), errors.Is(err, pubsub.ErrGroupDeleted):
+	case errors.Is(err, backend.ErrTopicNotFound), errors.Is(err, backend.ErrGroupNotFound),
+		errors.Is(err, backend.ErrMessageNotFound), errors.Is(err, backend.ErrGroupDeleted):
 		return http.StatusNotFound
-	case errors.Is(err, pubsub.ErrTooDeep):
+	case errors.Is(err, backend.ErrTooDeep):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, context.Canceled):
 		return 499 // the browser went away; nobody reads the answer

@@ -5,15 +5,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 )
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// Backend is the list backend of pubsub.Backend. It is safe for concurrent use. Everything
+// Backend is the list backend of backend.Backend. It is safe for concurrent use. Everything
 // but the claim is internal/engine's, over this backend's ready store (lua/store.lua).
 type Backend struct {
 	*engine.Engine
@@ -24,14 +24,14 @@ type Backend struct {
 }
 
 var (
-	_ pubsub.Backend       = (*Backend)(nil)
-	_ pubsub.TopicLister   = (*Backend)(nil)
-	_ pubsub.ReplicaWaiter = (*Backend)(nil)
-	_ pubsub.Ephemeral     = (*Backend)(nil)
-	_ pubsub.Admin         = (*Backend)(nil)
+	_ backend.Backend       = (*Backend)(nil)
+	_ backend.TopicLister   = (*Backend)(nil)
+	_ backend.ReplicaWaiter = (*Backend)(nil)
+	_ backend.Ephemeral     = (*Backend)(nil)
+	_ backend.Admin         = (*Backend)(nil)
 )
 
-var _ pubsub.EvictionReader = (*Backend)(nil)
+var _ backend.EvictionReader = (*Backend)(nil)
 
 // New returns a list Backend on client. The Redis version (>= 6.2) is checked on first use,
 // so New needs no round trip and works while Redis is still starting.
@@ -72,8 +72,8 @@ func (b *Backend) Name() string { return "list" }
 //     not on time;
 //   - no DueOrder: members due at the same millisecond are promoted in ZSET order, which
 //     compares delivery IDs as strings ("100" before "99"), not in publish order.
-func (b *Backend) Capabilities() pubsub.Capabilities {
-	return pubsub.Capabilities{FIFO: true, PendingOrphans: true}
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{FIFO: true, PendingOrphans: true}
 }
 
 // keys returns the group's keys.

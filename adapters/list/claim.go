@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 )
 
 // registerTimeout bounds one register.lua call after a BLMOVE, and registerPatience all of
@@ -40,13 +40,13 @@ const fullPoll = 100 * time.Millisecond
 // BLMOVE until engine.IdleProbe passes or a delayed message it knows of is due, so an idle
 // consumer runs claim.lua once per probe, not once per Block. A full Redis refuses BLMOVE:
 // then Claim runs claim.lua every fullPoll until Block ends.
-func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
+func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
 	return b.Engine.Claim(ctx, p, b.maxBlock, b.wait)
 }
 
 // wait blocks in BLMOVE for at most wait, or until the earliest delayed message is due, and
 // registers the entry it moves. While Redis is full it waits fullPoll (at most wait) instead.
-func (b *Backend) wait(ctx context.Context, p *pubsub.ClaimParams, count int, wait, dueIn time.Duration) ([]pubsub.Delivery, bool, error) {
+func (b *Backend) wait(ctx context.Context, p *backend.ClaimParams, count int, wait, dueIn time.Duration) ([]backend.Delivery, bool, error) {
 	if dueIn >= 0 {
 		wait = min(wait, dueIn)
 	}
@@ -54,7 +54,7 @@ func (b *Backend) wait(ctx context.Context, p *pubsub.ClaimParams, count int, wa
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, false, nil
-	case errors.Is(err, pubsub.ErrRedisFull):
+	case errors.Is(err, backend.ErrRedisFull):
 		// Wait a little instead, and let the engine's loop run claim.lua again.
 		t := time.NewTimer(min(wait, fullPoll))
 		defer t.Stop()
@@ -78,13 +78,13 @@ func (b *Backend) wait(ctx context.Context, p *pubsub.ClaimParams, count int, wa
 
 // register runs register.lua for the entry BLMOVE moved, claiming up to count in all, and
 // sends it again while it fails without Redis's answer, for registerPatience.
-func (b *Backend) register(ctx context.Context, p *pubsub.ClaimParams, count int, entry string) (engine.Claimed, error) {
+func (b *Backend) register(ctx context.Context, p *backend.ClaimParams, count int, entry string) (engine.Claimed, error) {
 	giveUp := time.Now().Add(registerPatience)
 	for {
 		c, err := b.registerOnce(ctx, p, count, entry)
 		var reply redis.Error
-		if err == nil || errors.As(err, &reply) || errors.Is(err, pubsub.ErrGroupLost) ||
-			errors.Is(err, pubsub.ErrGroupDeleted) || errors.Is(err, redis.ErrClosed) || time.Now().After(giveUp) {
+		if err == nil || errors.As(err, &reply) || errors.Is(err, backend.ErrGroupLost) ||
+			errors.Is(err, backend.ErrGroupDeleted) || errors.Is(err, redis.ErrClosed) || time.Now().After(giveUp) {
 			return c, err
 		}
 		time.Sleep(registerRetry)
@@ -92,7 +92,7 @@ func (b *Backend) register(ctx context.Context, p *pubsub.ClaimParams, count int
 }
 
 // registerOnce is one register.lua call, bounded by registerTimeout.
-func (b *Backend) registerOnce(ctx context.Context, p *pubsub.ClaimParams, count int, entry string) (engine.Claimed, error) {
+func (b *Backend) registerOnce(ctx context.Context, p *backend.ClaimParams, count int, entry string) (engine.Claimed, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registerTimeout)
 	defer cancel()
 	return b.RunClaim(ctx, "register", p, p.Consumer, count, backendkit.Millis(p.Lease), entry, p.Group)
@@ -106,7 +106,7 @@ func (b *Backend) registerOnce(ctx context.Context, p *pubsub.ClaimParams, count
 // then returns at once, with nothing or with the entry it had moved, so a stopping
 // subscription releases its connection at once; where CLIENT UNBLOCK is not allowed (ACL), the
 // BLMOVE ends by its timeout, at most the claim's Block later.
-func (b *Backend) blmove(ctx context.Context, p *pubsub.ClaimParams, wait time.Duration) (string, error) {
+func (b *Backend) blmove(ctx context.Context, p *backend.ClaimParams, wait time.Duration) (string, error) {
 	k := b.keys(p.Topic, p.Group)
 	secs := strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)
 	var entry string

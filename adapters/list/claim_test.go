@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +18,7 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
 	const block = 20 * time.Second
-	done := e.blockedClaim(&pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	done := e.blockedClaim(&backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 
 	published := time.Now()
 	ids := e.Publish("t", "wake", "more")
@@ -51,7 +51,7 @@ func TestProcessingStaysEmptyWithManyInFlight(t *testing.T) {
 	ids := e.Publish("t", payloads...)
 	require.Equal(t, adaptertest.IDsFrom(t, ids[0], n), ids)
 
-	var inFlight []pubsub.Delivery
+	var inFlight []backend.Delivery
 	for len(inFlight) < n {
 		ds := e.Claim("t", "g", "c", 300)
 		require.NotEmpty(t, ds)
@@ -62,7 +62,7 @@ func TestProcessingStaysEmptyWithManyInFlight(t *testing.T) {
 	require.Equal(t, int64(n), e.C.ZCard(e.Ctx, k.pending).Val())
 	require.False(t, e.Exists(k.ready))
 
-	done := e.blockedClaim(&pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Second})
+	done := e.blockedClaim(&backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Second})
 	e.Publish("t", "last")
 	r := <-done
 	require.NoError(t, r.err)
@@ -71,14 +71,14 @@ func TestProcessingStaysEmptyWithManyInFlight(t *testing.T) {
 	require.Equal(t, int64(n+1), e.C.ZCard(e.Ctx, k.pending).Val())
 	require.Equal(t, int64(n+1), e.Stats("t", "g").Pending)
 
-	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", inFlight[0]), "the oldest")
+	require.Equal(t, backend.AckResult{Acked: 1}, e.Ack("t", "g", "c", inFlight[0]), "the oldest")
 	require.False(t, e.Exists(k.processing))
 	require.Equal(t, int64(n), e.C.ZCard(e.Ctx, k.pending).Val())
 	_, err := e.C.ZScore(e.Ctx, k.pending, inFlight[0].ID).Result()
 	require.ErrorIs(t, err, redis.Nil, "the oldest left pending")
 	require.NotContains(t, e.holders(k), inFlight[0].ID)
 
-	require.Equal(t, pubsub.AckResult{Acked: n}, e.Ack("t", "g", "c", append(inFlight[1:], r.ds...)...))
+	require.Equal(t, backend.AckResult{Acked: n}, e.Ack("t", "g", "c", append(inFlight[1:], r.ds...)...))
 	require.Equal(t, []string{"g:g:counters", "meta", "registry"}, e.Keys("t"))
 }
 
@@ -86,7 +86,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
-	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
+	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	require.Equal(t, []string{"meta", "registry"}, e.Keys("t"), "a claim writes nothing")
@@ -98,7 +98,7 @@ func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
-	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
+	ds, err := e.b.Claim(ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Empty(t, ds)
 }
@@ -110,10 +110,10 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 	b, err := New(c, Options{Prefix: redistest.Prefix(t)})
 	require.NoError(t, err)
 	require.Equal(t, 150*time.Millisecond, b.maxBlock)
-	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "t", Group: "g"}))
+	require.NoError(t, b.EnsureGroup(context.Background(), &backend.EnsureGroupParams{Topic: "t", Group: "g"}))
 
 	// A claim blocking longer than the read timeout loops in bounded BLMOVEs, without errors.
-	ds, err := b.Claim(context.Background(), &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 500 * time.Millisecond})
+	ds, err := b.Claim(context.Background(), &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 500 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
 
@@ -127,8 +127,8 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 func TestClaimRejectsANonPositiveLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	_, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 }
 
 // register.lua sent again after its reply was lost (a timeout, a broken connection: register
@@ -142,7 +142,7 @@ func TestRegisterSentAgainReturnsTheSameDelivery(t *testing.T) {
 	k := e.gk("t", "g")
 	entry, err := e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Result()
 	require.NoError(t, err)
-	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute}
+	p := &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute}
 	first, err := e.b.registerOnce(e.Ctx, p, 1, entry)
 	require.NoError(t, err)
 	again, err := e.b.registerOnce(e.Ctx, p, 1, entry)
@@ -151,7 +151,7 @@ func TestRegisterSentAgainReturnsTheSameDelivery(t *testing.T) {
 	require.Equal(t, first.Deliveries, again.Deliveries)
 	require.Equal(t, ids, []string{again.Deliveries[0].ID})
 	require.Equal(t, map[string]string{ids[0]: "c"}, e.holders(k))
-	other, err := e.b.registerOnce(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "d", Count: 1, Lease: time.Minute}, 1, entry)
+	other, err := e.b.registerOnce(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "d", Count: 1, Lease: time.Minute}, 1, entry)
 	require.NoError(t, err)
 	require.Empty(t, other.Deliveries, "another consumer's lease is not returned")
 }

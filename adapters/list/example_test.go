@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -27,13 +28,13 @@ func exampleClient() *redis.Client {
 func Example() {
 	client := exampleClient()
 	defer client.Close()
-	backend, err := list.New(client, list.Options{Prefix: "example-" + time.Now().Format("150405.000000")})
+	be, err := list.New(client, list.Options{Prefix: "example-" + time.Now().Format("150405.000000")})
 	if err != nil {
 		panic(err)
 	}
-	defer backend.Close() // its blocking claims' connections, once the subscribers closed
-	pub, _ := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, nil)
-	sub, _ := pubsub.NewSubscriber(backend, pubsub.SubscriberConfig{
+	defer be.Close() // its blocking claims' connections, once the subscribers closed
+	pub, _ := pubsub.NewPublisher(be, pubsub.PublisherConfig{}, nil)
+	sub, _ := pubsub.NewSubscriber(be, pubsub.SubscriberConfig{
 		Group:         "emails",
 		MaxDeliveries: 2,
 		NackBackoff:   pubsub.ExponentialBackoff(10*time.Millisecond, time.Second),
@@ -62,10 +63,10 @@ func Example() {
 	}
 
 	// The dead letter is recorded by the acker shortly after the last nack.
-	var dead []pubsub.DeadLetter
+	var dead []backend.DeadLetter
 	for len(dead) == 0 {
 		time.Sleep(10 * time.Millisecond)
-		dead, _ = backend.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: "signups", Group: "emails"})
+		dead, _ = be.DeadLetters(ctx, &backend.DeadLettersParams{Topic: "signups", Group: "emails"})
 	}
 	fmt.Printf("dead letter: %s, %d attempts, %s\n", dead[0].Envelope.Payload, dead[0].Attempts, dead[0].Reason)
 

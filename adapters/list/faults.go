@@ -19,7 +19,7 @@ func (b *Backend) Faults() *Faults { return &Faults{b: b} }
 
 // InjectCorrupt stores data, bypassing the envelope codec, as a new message ready for group on
 // topic (one inject.lua call), as foreign or corrupt data would be. Claiming it yields a
-// Delivery whose Err wraps pubsub.ErrCorruptEntry.
+// Delivery whose Err wraps backend.ErrCorruptEntry.
 func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []byte) error {
 	return f.b.InjectCorrupt(ctx, topic, group, data)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 // A full Redis (maxmemory reached, noeviction) refuses BLMOVE, which may create a key. A
@@ -25,11 +25,11 @@ func TestBlockedClaimOnAFullRedis(t *testing.T) {
 	b, err := New(c, Options{Prefix: redistest.Prefix(t)})
 	require.NoError(t, err)
 	ctx := context.Background()
-	require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "g"}))
-	_, err = b.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
-		{Envelope: pubsub.Envelope{UUID: "u1", Payload: []byte("x")}}}})
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "t", Group: "g"}))
+	_, err = b.Publish(ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{
+		{Envelope: backend.Envelope{UUID: "u1", Payload: []byte("x")}}}})
 	require.NoError(t, err)
-	held, err := b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c1", Count: 1, Lease: time.Minute})
+	held, err := b.Claim(ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c1", Count: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, held, 1)
 	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
@@ -38,7 +38,7 @@ func TestBlockedClaimOnAFullRedis(t *testing.T) {
 	// fullPoll, and returns nothing.
 	const block = time.Second
 	before := commandCalls(t, c)
-	ds, err := b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c2", Count: 1, Lease: time.Minute, Block: block})
+	ds, err := b.Claim(ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c2", Count: 1, Lease: time.Minute, Block: block})
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	after := commandCalls(t, c)
@@ -49,19 +49,19 @@ func TestBlockedClaimOnAFullRedis(t *testing.T) {
 
 	// A nack on the full Redis makes the message ready while c2 waits; c2 claims it.
 	type claimed struct {
-		ds  []pubsub.Delivery
+		ds  []backend.Delivery
 		err error
 	}
 	done := make(chan claimed, 1)
 	go func() {
-		ds, err := b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c2", Count: 1, Lease: time.Minute, Block: time.Minute})
+		ds, err := b.Claim(ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c2", Count: 1, Lease: time.Minute, Block: time.Minute})
 		done <- claimed{ds, err}
 	}()
 	refused := commandCalls(t, c)["blmove"]
 	require.Eventually(t, func() bool { return commandCalls(t, c)["blmove"] > refused }, time.Minute, 10*time.Millisecond,
 		"the claim waits")
-	res, err := b.Nack(ctx, &pubsub.NackParams{Topic: "t", Group: "g", Consumer: "c1",
-		Items: []pubsub.NackItem{{ID: held[0].ID, Attempt: held[0].Attempt}}})
+	res, err := b.Nack(ctx, &backend.NackParams{Topic: "t", Group: "g", Consumer: "c1",
+		Items: []backend.NackItem{{ID: held[0].ID, Attempt: held[0].Attempt}}})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Requeued)
 	r := <-done

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/keys"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -168,7 +168,7 @@ func (e *env) setPendingSince(k groupKeys, id string, since int64) {
 
 // blockedClaim starts p as a blocking Claim on a client of its own and returns once it waits
 // in BLMOVE; the channel gets its result.
-func (e *env) blockedClaim(p *pubsub.ClaimParams) <-chan claimResult {
+func (e *env) blockedClaim(p *backend.ClaimParams) <-chan claimResult {
 	e.T.Helper()
 	name := e.Prefix + "-blocked"
 	c := adaptertest.NamedClient(e.T, name, nil)
@@ -185,15 +185,15 @@ func (e *env) blockedClaim(p *pubsub.ClaimParams) <-chan claimResult {
 
 // claimResult is what a blocked Claim returned, and when.
 type claimResult struct {
-	ds  []pubsub.Delivery
+	ds  []backend.Delivery
 	err error
 	at  time.Time
 }
 
 // claimAll claims n deliveries without blocking, in as many claims as BatchSize takes.
-func (e *env) claimAll(topic, group, consumer string, n int) []pubsub.Delivery {
+func (e *env) claimAll(topic, group, consumer string, n int) []backend.Delivery {
 	e.T.Helper()
-	var all []pubsub.Delivery
+	var all []backend.Delivery
 	for len(all) < n {
 		ds := e.Claim(topic, group, consumer, n-len(all))
 		require.NotEmpty(e.T, ds, "claimed %d of %d", len(all), n)
@@ -204,7 +204,7 @@ func (e *env) claimAll(topic, group, consumer string, n int) []pubsub.Delivery {
 }
 
 // counts is res without NextExpiry, for comparing what a Reclaim did.
-func counts(res pubsub.ReclaimResult) pubsub.ReclaimResult {
+func counts(res backend.ReclaimResult) backend.ReclaimResult {
 	res.NextExpiry = 0
 	return res
 }

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +17,7 @@ func TestPauseWhileBlockedPutsTheMovedEntryBack(t *testing.T) {
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
 	const block = 300 * time.Millisecond
-	done := e.blockedClaim(&pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	done := e.blockedClaim(&backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 	require.NoError(t, e.b.PauseGroup(e.Ctx, "t", "g"))
 	ids := e.Publish("t", "a", "b")
 	r := <-done

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,17 +18,17 @@ func TestReadyMessagesAreReachableToADepth(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
-	msgs := make([]pubsub.OutMessage, engine.AdminDepth+5)
+	msgs := make([]backend.OutMessage, engine.AdminDepth+5)
 	for i := range msgs {
-		msgs[i] = pubsub.OutMessage{Envelope: adaptertest.Envelope(fmt.Sprint(i))}
+		msgs[i] = backend.OutMessage{Envelope: adaptertest.Envelope(fmt.Sprint(i))}
 	}
-	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: msgs})
+	res, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: msgs})
 	ids := res.IDs
 	require.NoError(t, err)
 	require.Len(t, ids, len(msgs))
 
-	list := func(cursor string) (pubsub.MessagePage, error) {
-		return e.b.Messages(e.Ctx, &pubsub.MessagesParams{Topic: "t", Group: "g", State: pubsub.StateReady, Cursor: cursor, Count: 1000})
+	list := func(cursor string) (backend.MessagePage, error) {
+		return e.b.Messages(e.Ctx, &backend.MessagesParams{Topic: "t", Group: "g", State: backend.StateReady, Cursor: cursor, Count: 1000})
 	}
 	var cursor string
 	for i := range engine.AdminDepth / 1000 {
@@ -40,17 +40,17 @@ func TestReadyMessagesAreReachableToADepth(t *testing.T) {
 		cursor = p.Next
 	}
 	_, err = list(cursor)
-	require.ErrorIs(t, err, pubsub.ErrTooDeep)
+	require.ErrorIs(t, err, backend.ErrTooDeep)
 	require.ErrorContains(t, err, "10000")
 
 	deepest := ids[engine.AdminDepth]
-	msg := &pubsub.MessageParams{Topic: "t", Group: "g", ID: deepest}
+	msg := &backend.MessageParams{Topic: "t", Group: "g", ID: deepest}
 	_, err = e.b.Message(e.Ctx, msg)
-	require.ErrorIs(t, err, pubsub.ErrTooDeep)
-	require.ErrorIs(t, e.b.DeleteMessage(e.Ctx, msg), pubsub.ErrTooDeep)
-	m, err := e.b.Message(e.Ctx, &pubsub.MessageParams{Topic: "t", Group: "g", ID: ids[engine.AdminDepth-1]})
+	require.ErrorIs(t, err, backend.ErrTooDeep)
+	require.ErrorIs(t, e.b.DeleteMessage(e.Ctx, msg), backend.ErrTooDeep)
+	m, err := e.b.Message(e.Ctx, &backend.MessageParams{Topic: "t", Group: "g", ID: ids[engine.AdminDepth-1]})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.StateReady, m.State)
+	require.Equal(t, backend.StateReady, m.State)
 
 	// Claims bring the rest within reach; the cursor resumes where it was.
 	e.claimAll("t", "g", "c", 10)
@@ -61,7 +61,7 @@ func TestReadyMessagesAreReachableToADepth(t *testing.T) {
 	require.Empty(t, p.Next)
 	m, err = e.b.Message(e.Ctx, msg)
 	require.NoError(t, err)
-	require.Equal(t, pubsub.StateReady, m.State)
+	require.Equal(t, backend.StateReady, m.State)
 }
 
 // An entry that BLMOVE moved to processing, whose consumer died before it was leased, shows
@@ -74,10 +74,10 @@ func TestAStagedMessageIsPending(t *testing.T) {
 	k := e.gk("t", "g")
 	require.NoError(t, e.C.LMove(e.Ctx, k.ready, k.processing, "RIGHT", "LEFT").Err())
 
-	p := &pubsub.MessageParams{Topic: "t", Group: "g", ID: ids[0]}
+	p := &backend.MessageParams{Topic: "t", Group: "g", ID: ids[0]}
 	m, err := e.b.Message(e.Ctx, p)
 	require.NoError(t, err)
-	require.Equal(t, pubsub.StatePending, m.State)
+	require.Equal(t, backend.StatePending, m.State)
 	require.Empty(t, m.Consumer)
 	require.Equal(t, "a", string(m.Envelope.Payload))
 
@@ -86,7 +86,7 @@ func TestAStagedMessageIsPending(t *testing.T) {
 	require.Empty(t, e.Hash(k.topic.bodies))
 	require.Empty(t, e.Hash(k.retries))
 	_, err = e.b.Message(e.Ctx, p)
-	require.ErrorIs(t, err, pubsub.ErrMessageNotFound)
+	require.ErrorIs(t, err, backend.ErrMessageNotFound)
 }
 
 // A delayed message that fell due stays delayed until a claim or Reclaim promotes it, as
@@ -99,16 +99,16 @@ func TestADueDelayedMessageIsDelayedUntilPromoted(t *testing.T) {
 	k := e.gk("t", "g")
 	require.NoError(t, e.C.ZAddXX(e.Ctx, k.delayed, zmember(1000, ids[0])).Err())
 
-	p := &pubsub.MessageParams{Topic: "t", Group: "g", ID: ids[0]}
+	p := &backend.MessageParams{Topic: "t", Group: "g", ID: ids[0]}
 	m, err := e.b.Message(e.Ctx, p)
 	require.NoError(t, err)
-	require.Equal(t, pubsub.StateDelayed, m.State)
+	require.Equal(t, backend.StateDelayed, m.State)
 	require.Equal(t, time.UnixMilli(1000), m.Due)
 	require.EqualValues(t, 1, e.Stats("t", "g").Delayed)
 
 	require.NoError(t, e.b.RunMessage(e.Ctx, p))
 	m, err = e.b.Message(e.Ctx, p)
 	require.NoError(t, err)
-	require.Equal(t, pubsub.StateReady, m.State)
+	require.Equal(t, backend.StateReady, m.State)
 	require.True(t, m.Due.IsZero())
 }

@@ -3,16 +3,16 @@ package list
 import (
 	"testing"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
 func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	k := e.gk("orders", pubsub.DefaultGroup)
-	e.EnsureGroup("orders", pubsub.DefaultGroup)
+	k := e.gk("orders", backend.DefaultGroup)
+	e.EnsureGroup("orders", backend.DefaultGroup)
 
 	ids := e.Publish("orders", "a", "b", "c")
 	require.Equal(t, adaptertest.IDsFrom(t, ids[0], 3), ids, "one ID after the other")
@@ -23,9 +23,9 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.False(t, e.Exists(k.topic.refs), "one group: no reference counts")
 	groups, err := e.b.Groups(e.Ctx, "orders")
 	require.NoError(t, err)
-	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
+	require.Equal(t, []string{backend.DefaultGroup}, groups)
 
-	first := e.Claim("orders", pubsub.DefaultGroup, "c1", 2)
+	first := e.Claim("orders", backend.DefaultGroup, "c1", 2)
 	require.Equal(t, ids[:2], adaptertest.IDs(first))
 	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(first))
 	require.Equal(t, adaptertest.Envelope("a"), first[0].Envelope)
@@ -38,15 +38,15 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.Equal(t, map[string]int{ids[0]: 1, ids[1]: 1}, e.attempts(k))
 	require.False(t, e.Exists(k.retries), "first deliveries need no retries record")
 
-	rest := e.Claim("orders", pubsub.DefaultGroup, "c1", 5)
+	rest := e.Claim("orders", backend.DefaultGroup, "c1", 5)
 	require.Equal(t, ids[2:], adaptertest.IDs(rest))
 
-	require.Equal(t, pubsub.AckResult{Acked: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...))
+	require.Equal(t, backend.AckResult{Acked: 3}, e.Ack("orders", backend.DefaultGroup, "c1", append(first, rest...)...))
 	require.Equal(t, []string{"g:default:counters", "meta", "registry"}, e.Keys("orders"))
-	c := e.Stats("orders", pubsub.DefaultGroup).Counters
-	require.Equal(t, pubsub.Counters{Published: 3, Claimed: 3, Acked: 3}, c)
+	c := e.Stats("orders", backend.DefaultGroup).Counters
+	require.Equal(t, backend.Counters{Published: 3, Claimed: 3, Acked: 3}, c)
 
-	require.Equal(t, pubsub.AckResult{Stale: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...),
+	require.Equal(t, backend.AckResult{Stale: 3}, e.Ack("orders", backend.DefaultGroup, "c1", append(first, rest...)...),
 		"a repeated ack is a no-op, counted stale")
 	require.Equal(t, adaptertest.IDsFrom(t, adaptertest.IDAfter(t, ids[2], 1), 2), e.Publish("orders", "d", "e"), "IDs are never reused")
 }
@@ -62,16 +62,16 @@ func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {
 	require.Equal(t, map[string]string{id: "2"}, e.Hash(e.gk("t", "a").topic.refs))
 	require.Equal(t, []string{id}, e.readyIDs(e.gk("t", "a").ready))
 	require.Equal(t, []string{id}, e.readyIDs(e.gk("t", "b").ready))
-	require.False(t, e.Exists(e.gk("t", pubsub.DefaultGroup).ready), "default is not registered")
+	require.False(t, e.Exists(e.gk("t", backend.DefaultGroup).ready), "default is not registered")
 
 	da := e.Claim("t", "a", "c", 1)
-	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "a", "c", da...))
+	require.Equal(t, backend.AckResult{Acked: 1}, e.Ack("t", "a", "c", da...))
 	require.Equal(t, map[string]string{id: "1"}, e.Hash(e.gk("t", "a").topic.refs))
 	require.Len(t, e.Hash(e.gk("t", "a").topic.bodies), 1, "b still holds the body")
 
 	db := e.Claim("t", "b", "c", 1)
 	require.Equal(t, []string{"x"}, adaptertest.Payloads(db))
-	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "b", "c", db...))
+	require.Equal(t, backend.AckResult{Acked: 1}, e.Ack("t", "b", "c", db...))
 	require.Equal(t, []string{"g:a:counters", "g:b:counters", "meta", "registry"}, e.Keys("t"))
 }
 
@@ -83,7 +83,7 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 	// Another process registers a group: this backend's cached registry ({early}) is stale.
 	other, err := New(e.C, Options{Prefix: e.Prefix})
 	require.NoError(t, err)
-	require.NoError(t, other.EnsureGroup(e.Ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "late", FromOldest: true}))
+	require.NoError(t, other.EnsureGroup(e.Ctx, &backend.EnsureGroupParams{Topic: "t", Group: "late", FromOldest: true}))
 	second := e.Publish("t", "after")
 
 	require.Equal(t, []string{"after"}, adaptertest.Payloads(e.Claim("t", "late", "c", 10)))
@@ -99,7 +99,7 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 func TestPublishEmptyBatchWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t"})
+	res, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t"})
 	ids := res.IDs
 	require.NoError(t, err)
 	require.Empty(t, ids)

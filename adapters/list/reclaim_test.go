@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,29 +27,29 @@ func TestOrphanInProcessingGetsALeaseAndIsReclaimedWhenItExpires(t *testing.T) {
 	require.Equal(t, int64(1), e.Stats("t", "g").Pending, "an entry in processing counts as pending")
 
 	res := e.Reclaim("t", "g", 0)
-	require.Equal(t, pubsub.ReclaimResult{Orphans: 1}, counts(res))
+	require.Equal(t, backend.ReclaimResult{Orphans: 1}, counts(res))
 	require.True(t, res.NextExpiry > 0 && res.NextExpiry <= time.Minute, "the orphan lease (a minute) expires next: %v", res.NextExpiry)
 	require.False(t, e.Exists(k.processing), "the orphan leaves processing for pending")
 	require.Equal(t, []string{id}, e.ZMembers(k.pending))
 	require.Equal(t, map[string]string{id: ""}, e.holders(k), "an orphan lease is held by nobody")
 	require.Equal(t, int64(1), e.Stats("t", "g").Pending)
-	require.Equal(t, pubsub.ReclaimResult{}, counts(e.Reclaim("t", "g", 0)), "found once")
+	require.Equal(t, backend.ReclaimResult{}, counts(e.Reclaim("t", "g", 0)), "found once")
 
 	// Nobody holds an orphan: a nack of it is stale, whatever the attempt.
-	require.Equal(t, pubsub.NackResult{Stale: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: id, Attempt: 0}))
-	require.Equal(t, pubsub.NackResult{Stale: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: id, Attempt: 1}))
+	require.Equal(t, backend.NackResult{Stale: 1}, e.Nack("t", "g", "c", 0, backend.NackItem{ID: id, Attempt: 0}))
+	require.Equal(t, backend.NackResult{Stale: 1}, e.Nack("t", "g", "c", 0, backend.NackItem{ID: id, Attempt: 1}))
 	require.Equal(t, map[string]string{id: ""}, e.holders(k))
 
 	// Attempts after an expired orphan lease: TestExpiredOrphanLeaseIsNotAnAttempt.
 	e.expire("t", "g", id)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
 	require.Equal(t, []string{id}, e.readyIDs(k.ready))
 	require.False(t, e.Exists(k.processing))
 	require.False(t, e.Exists(k.pending))
 
 	d := e.Claim("t", "g", "c", 1)
 	require.Equal(t, []string{id}, adaptertest.IDs(d))
-	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
+	require.Equal(t, backend.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
 	require.Equal(t, []string{"g:g:counters", "meta", "registry"}, e.Keys("t"))
 
 	none, err := f.InjectOrphan(e.Ctx, "t", "g")
@@ -70,7 +70,7 @@ func TestExpiredOrphanLeaseIsNotAnAttempt(t *testing.T) {
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Orphans)
 
 	e.expire("t", "g", id)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 1), "attempt 0 is below any limit")
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 1), "attempt 0 is below any limit")
 	require.Equal(t, []string{id}, e.readyIDs(k.ready))
 	require.False(t, e.Exists(k.dead))
 
@@ -85,7 +85,7 @@ func TestRegisterTakesOverAnOrphanLeaseButNotAHeldOne(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	ids := e.Publish("t", "x", "y", "z")
-	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c1", Lease: time.Minute}
+	p := &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c1", Lease: time.Minute}
 
 	// BLMOVE moved the entry of the first; Reclaim made it the bare id with an orphan lease
 	// before register ran, which gets the entry BLMOVE returned and takes the orphan over.
@@ -145,12 +145,12 @@ func TestExpiredLeaseAtMaxDeliveriesIsDeadLettered(t *testing.T) {
 	d := e.Claim("t", "g", "c", 1)[0]
 	e.expire("t", "g", d.ID)
 
-	require.Equal(t, pubsub.ReclaimResult{DeadLettered: 1}, e.Reclaim("t", "g", 1))
+	require.Equal(t, backend.ReclaimResult{DeadLettered: 1}, e.Reclaim("t", "g", 1))
 	require.False(t, e.Exists(k.processing))
 	require.False(t, e.Exists(k.pending))
 	require.False(t, e.Exists(k.holders))
 	require.False(t, e.Exists(k.ready))
-	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, "lease expired after 1 attempts", dls[0].Reason)
@@ -167,7 +167,7 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 	for _, d := range e.Claim("t", "g", "c", 3) {
 		e.expire("t", "g", d.ID)
 	}
-	res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Minute, Count: 2})
+	res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Minute, Count: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Reclaimed)
 	require.Equal(t, []string{ids[1], ids[0]}, e.readyIDs(e.gk("t", "g").ready), "earliest deadline at the consume end")

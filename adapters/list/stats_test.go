@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,7 +14,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	require.Equal(t, pubsub.Stats{Topic: "t", Group: "g"}, e.Stats("t", "g"))
+	require.Equal(t, backend.Stats{Topic: "t", Group: "g"}, e.Stats("t", "g"))
 
 	ids := e.Publish("t", "a", "b", "c")
 	e.PublishDelayed("t", time.Hour, "d")
@@ -23,7 +23,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	now := e.pendingSince(k, d[0].ID)
 	e.setPendingSince(k, d[0].ID, now-60_000)
 	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("%s@%d", ids[2], now-120_000)).Err())
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
 	s := e.Stats("t", "g")
 	require.Equal(t, int64(1), s.Ready)
@@ -32,7 +32,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	require.Equal(t, int64(1), s.Dead)
 	require.InDelta(t, 60*time.Second, s.OldestPendingAge, float64(5*time.Second))
 	require.InDelta(t, 120*time.Second, s.OldestReadyAge, float64(5*time.Second))
-	require.Equal(t, pubsub.Counters{Published: 4, Claimed: 2, Nacked: 1, DeadLettered: 1}, s.Counters)
+	require.Equal(t, backend.Counters{Published: 4, Claimed: 2, Nacked: 1, DeadLettered: 1}, s.Counters)
 }
 
 // The oldest ready entry need not be the next one in line: an immediate retry goes to the
@@ -48,7 +48,7 @@ func TestOldestReadyAgeLooksPastRetriesAndAtTheBack(t *testing.T) {
 	// "b" has waited two minutes behind "a".
 	require.NoError(t, e.C.LSet(e.Ctx, k.ready, 0, fmt.Sprintf("%s@%d", ids[1], since[ids[1]]-120_000)).Err())
 	d := e.Claim("t", "g", "c", 1)
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[0].ID, Attempt: 1})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: d[0].ID, Attempt: 1})
 	require.Equal(t, []string{ids[1], ids[0]}, e.readyIDs(k.ready), "the retry is next in line")
 	require.InDelta(t, 120*time.Second, e.Stats("t", "g").OldestReadyAge, float64(5*time.Second))
 
@@ -60,7 +60,7 @@ func TestOldestReadyAgeLooksPastRetriesAndAtTheBack(t *testing.T) {
 	e.Publish("t", fresh...)
 	late := e.PublishDelayed("t", time.Hour, "late")[0]
 	require.NoError(t, e.C.ZAdd(e.Ctx, k.delayed, zmember(float64(since[ids[1]]-3_600_000), late)).Err())
-	require.Equal(t, pubsub.ReclaimResult{Promoted: 1}, e.Reclaim("t", "g", 0))
+	require.Equal(t, backend.ReclaimResult{Promoted: 1}, e.Reclaim("t", "g", 0))
 	require.Equal(t, late, e.readyIDs(k.ready)[0], "promoted at the back")
 	require.InDelta(t, time.Hour, e.Stats("t", "g").OldestReadyAge, float64(5*time.Second))
 }

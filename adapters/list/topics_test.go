@@ -12,18 +12,18 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 // publishTo publishes n messages to topic through b.
-func publishTo(t *testing.T, b pubsub.Backend, topic string, n int) {
+func publishTo(t *testing.T, b backend.Backend, topic string, n int) {
 	t.Helper()
-	msgs := make([]pubsub.OutMessage, n)
+	msgs := make([]backend.OutMessage, n)
 	for i := range msgs {
-		msgs[i] = pubsub.OutMessage{Envelope: pubsub.Envelope{UUID: "u", Payload: []byte("p")}}
+		msgs[i] = backend.OutMessage{Envelope: backend.Envelope{UUID: "u", Payload: []byte("p")}}
 	}
-	_, err := b.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	_, err := b.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: msgs})
 	require.NoError(t, err)
 }
 
@@ -41,7 +41,7 @@ func TestTopicsListsTopicsWithAGroup(t *testing.T) {
 
 	// A group registered without a publish, a publish without a group (its backlog), and a
 	// topic name holding ':' all count.
-	require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "orders", Group: "billing"}))
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "orders", Group: "billing"}))
 	publishTo(t, b, "audit:eu", 2)
 	topics, err = b.Topics(ctx)
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func TestTopicsListsTopicsWithAGroup(t *testing.T) {
 		require.Equal(t, want, got, topic)
 	}
 	_, err = b.HasTopic(ctx, "bad*topic")
-	require.ErrorIs(t, err, pubsub.ErrInvalidName)
+	require.ErrorIs(t, err, backend.ErrInvalidName)
 }
 
 // Keys that merely look like a registry are not topics: another prefix (one that starts with
@@ -109,9 +109,9 @@ func TestTopicsLeavesOutOtherBackendsTopics(t *testing.T) {
 	publishTo(t, zb, "zset-topic", 2)
 	publishTo(t, sb, "streams-topic", 2)
 	// A zset topic with a second group holding only a delayed message still shows a ZSET.
-	require.NoError(t, zb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "zset-delayed", Group: "g"}))
-	_, err = zb.Publish(ctx, &pubsub.PublishParams{Topic: "zset-delayed", Messages: []pubsub.OutMessage{
-		{Envelope: pubsub.Envelope{UUID: "u"}, Delay: time.Hour}}})
+	require.NoError(t, zb.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "zset-delayed", Group: "g"}))
+	_, err = zb.Publish(ctx, &backend.PublishParams{Topic: "zset-delayed", Messages: []backend.OutMessage{
+		{Envelope: backend.Envelope{UUID: "u"}, Delay: time.Hour}}})
 	require.NoError(t, err)
 
 	got, err := lb.Topics(ctx)
@@ -143,13 +143,13 @@ func TestTopicsTellsADrainedListTopicFromAZsetOne(t *testing.T) {
 	zb, err := zset.New(c, zset.Options{Prefix: prefix})
 	require.NoError(t, err)
 
-	require.NoError(t, lb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "drained", Group: pubsub.DefaultGroup}))
+	require.NoError(t, lb.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "drained", Group: backend.DefaultGroup}))
 	publishTo(t, lb, "drained", 1)
-	ds, err := lb.Claim(ctx, &pubsub.ClaimParams{Topic: "drained", Group: pubsub.DefaultGroup, Consumer: "c", Count: 1, Lease: time.Minute})
+	ds, err := lb.Claim(ctx, &backend.ClaimParams{Topic: "drained", Group: backend.DefaultGroup, Consumer: "c", Count: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, ds, 1)
-	_, err = lb.Nack(ctx, &pubsub.NackParams{Topic: "drained", Group: pubsub.DefaultGroup, Consumer: "c",
-		Items: []pubsub.NackItem{{ID: ds[0].ID, Attempt: ds[0].Attempt, DeadLetter: true, Reason: "test"}}})
+	_, err = lb.Nack(ctx, &backend.NackParams{Topic: "drained", Group: backend.DefaultGroup, Consumer: "c",
+		Items: []backend.NackItem{{ID: ds[0].ID, Attempt: ds[0].Attempt, DeadLetter: true, Reason: "test"}}})
 	require.NoError(t, err)
 
 	got, err := lb.Topics(ctx)
@@ -158,7 +158,7 @@ func TestTopicsTellsADrainedListTopicFromAZsetOne(t *testing.T) {
 	got, err = zb.Topics(ctx)
 	require.NoError(t, err)
 	require.Empty(t, got)
-	st, err := lb.Stats(ctx, &pubsub.StatsParams{Topic: "drained", Group: pubsub.DefaultGroup})
+	st, err := lb.Stats(ctx, &backend.StatsParams{Topic: "drained", Group: backend.DefaultGroup})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), st.Dead)
 	require.Equal(t, int64(1), st.Counters.Published)

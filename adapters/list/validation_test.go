@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,15 +26,15 @@ func TestOptions(t *testing.T) {
 	b, err := New(c, Options{})
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
-		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault,
-		TombstoneTTL: pubsub.TombstoneTTLDefault, BacklogFull: pubsub.BacklogDropOldest}, Options{}.WithDefaults())
+		BacklogLimit: backend.BacklogLimitDefault, BacklogTTL: backend.BacklogTTLDefault,
+		TombstoneTTL: backend.TombstoneTTLDefault, BacklogFull: backend.BacklogDropOldest}, Options{}.WithDefaults())
 	require.Equal(t, BatchSizeDefault, b.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:meta", b.keys("t", "g").Meta(), "keys start with the default prefix")
 	require.Equal(t, "list", b.Name())
-	require.Equal(t, pubsub.Capabilities{FIFO: true, PendingOrphans: true}, b.Capabilities())
+	require.Equal(t, backend.Capabilities{FIFO: true, PendingOrphans: true}, b.Capabilities())
 
 	_, err = New(c, Options{BatchSize: -1})
-	var ce *pubsub.ConfigError
+	var ce *backend.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "BatchSize", ce.Field)
 	_, err = New(c, Options{BacklogLimit: -1})
@@ -44,5 +44,5 @@ func TestOptions(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "BacklogTTL", ce.Field)
 	_, err = New(nil, Options{})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 }

@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
-// Backend is the streams backend of pubsub.Backend. It is safe for concurrent use.
+// Backend is the streams backend of backend.Backend. It is safe for concurrent use.
 type Backend struct {
 	client redis.UniversalClient
 	opts   Options
@@ -27,16 +27,16 @@ type Backend struct {
 }
 
 var (
-	_ pubsub.Backend   = (*Backend)(nil)
-	_ pubsub.Admin     = (*Backend)(nil)
-	_ pubsub.Ephemeral = (*Backend)(nil)
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.Admin     = (*Backend)(nil)
+	_ backend.Ephemeral = (*Backend)(nil)
 )
 
 // New returns a streams Backend on client. The Redis version (>= 6.2) is checked on first
 // use, so New needs no round trip and works while Redis is still starting.
 func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	if client == nil {
-		return nil, &pubsub.ConfigError{Field: "client", Reason: "must not be nil"}
+		return nil, &backend.ConfigError{Field: "client", Reason: "must not be nil"}
 	}
 	opts = opts.WithDefaults()
 	if err := opts.validate(); err != nil {
@@ -52,7 +52,7 @@ func (b *Backend) AddWaitHook(hook redis.Hook) { b.waits.AddHook(hook) }
 
 // Close closes the connections the backend opened for its blocking claims, ending the claims
 // blocked on them; those and every later Claim that would block fail with an error wrapping
-// pubsub.ErrClosed. Everything else keeps working on the client the backend was given, which
+// backend.ErrClosed. Everything else keeps working on the client the backend was given, which
 // Close does not close. Idle wait connections close by themselves after
 // backendkit.WaitLinger; Close releases the rest at once. Close after the Subscribers.
 func (b *Backend) Close() error { return b.waits.Close() }
@@ -65,11 +65,11 @@ func (b *Backend) Name() string { return "streams" }
 // timer, since Redis fires blocking timeouts only on its server tick), and due retries are
 // claimed by (due time, entry ID), so delays are on time and in due order; no priorities;
 // no orphans, since XREADGROUP moves an entry to the PEL and the consumer in one command.
-func (b *Backend) Capabilities() pubsub.Capabilities {
-	return pubsub.Capabilities{FIFO: true, NewGroupReplay: true, OnTimeDelay: true, DueOrder: true}
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{FIFO: true, NewGroupReplay: true, OnTimeDelay: true, DueOrder: true}
 }
 
-// check validates names (as *pubsub.NameError) and the Redis version before a call.
+// check validates names (as *backend.NameError) and the Redis version before a call.
 // Pairs are kind, name: "topic", p.Topic, "group", p.Group, ... A consumer may not take the
 // parking consumer's name.
 func (b *Backend) check(ctx context.Context, pairs ...string) error {
@@ -78,7 +78,7 @@ func (b *Backend) check(ctx context.Context, pairs ...string) error {
 	}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i] == "consumer" && pairs[i+1] == ParkedConsumer {
-			return &pubsub.NameError{Kind: "consumer", Name: ParkedConsumer, Reason: "reserved by the streams backend for parked deliveries"}
+			return &backend.NameError{Kind: "consumer", Name: ParkedConsumer, Reason: "reserved by the streams backend for parked deliveries"}
 		}
 	}
 	return b.version.Check(ctx, b.client)

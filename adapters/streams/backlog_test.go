@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,7 +30,7 @@ func TestAnEphemeralFirstGroupTakesTheBacklogToo(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	backlog := e.Publish("t", "a", "b")
-	require.NoError(t, e.b.Join(e.Ctx, &pubsub.JoinParams{Topic: "t", Group: "reply", Consumer: "c", TTL: time.Minute}))
+	require.NoError(t, e.b.Join(e.Ctx, &backend.JoinParams{Topic: "t", Group: "reply", Consumer: "c", TTL: time.Minute}))
 	require.Equal(t, backlog, adaptertest.IDs(e.Claim("t", "reply", "c", 10)))
 }
 
@@ -66,7 +66,7 @@ func TestABacklogExpiresWithItsKeys(t *testing.T) {
 	e.Publish("t", "a")
 	require.Eventually(t, func() bool { return len(e.Keys("t")) == 0 }, 5*time.Second, 10*time.Millisecond)
 	_, err := e.b.Topic(e.Ctx, "t")
-	require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+	require.ErrorIs(t, err, backend.ErrTopicNotFound)
 }
 
 // Nothing published while the topic had a group is backlog, read or not: the last group's
@@ -85,7 +85,7 @@ func TestWhatWasPublishedWhileTheTopicHadAGroupIsNoBacklog(t *testing.T) {
 		require.Empty(t, e.KeysLeft(topic), "the last group's delete left keys of a topic with no backlog")
 
 		later := e.Publish(topic, "a", "b")
-		require.Equal(t, pubsub.TopicInfo{Name: topic, Groups: []string{}, Backlog: 2}, e.topicInfo(topic))
+		require.Equal(t, backend.TopicInfo{Name: topic, Groups: []string{}, Backlog: 2}, e.topicInfo(topic))
 		e.EnsureGroupFromOldest(topic, "next")
 		require.Equal(t, counts{Ready: 2}, e.counts(topic, "next"))
 		require.Equal(t, later, adaptertest.IDs(e.Claim(topic, "next", "c", 10)))
@@ -110,7 +110,7 @@ func TestTheLastGroupsEntriesAreTrimmedInStepsWhileADeleteIsUnfinished(t *testin
 	require.True(t, e.Exists(e.gk("t", "g").deadGone))
 	require.Equal(t, int64(8), e.xlen(e.tk("t").stream))
 	_, err := e.b.Topic(e.Ctx, "t")
-	require.ErrorIs(t, err, pubsub.ErrTopicNotFound, "what was published while the topic had groups is no backlog")
+	require.ErrorIs(t, err, backend.ErrTopicNotFound, "what was published while the topic had groups is no backlog")
 
 	later := e.Publish("t", "later") // finishes the deletes (tidy)
 	require.False(t, e.Exists(e.gk("t", "g").deadGone))
@@ -128,7 +128,7 @@ func TestATopicLeftWithNoGroupAndNoBacklogLeavesNoKey(t *testing.T) {
 		e.Publish(topic, "a", "b")
 		e.PublishDelayed(topic, time.Hour, "later")
 		ds := e.Claim(topic, "g", "c", 10)
-		e.Nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
+		e.Nack(topic, "g", "c", 0, backend.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
 		e.Ack(topic, "g", "c", ds[1:]...)
 		require.NotEmpty(t, e.Keys(topic))
 
@@ -136,7 +136,7 @@ func TestATopicLeftWithNoGroupAndNoBacklogLeavesNoKey(t *testing.T) {
 		require.Empty(t, e.KeysLeft(topic))
 		require.False(t, e.Exists(e.tk(topic).stream))
 		_, err := e.b.Topic(e.Ctx, topic)
-		require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+		require.ErrorIs(t, err, backend.ErrTopicNotFound)
 	})
 }
 
@@ -178,7 +178,7 @@ func TestABacklogOverItsLimitShrinksABatchAtATime(t *testing.T) {
 	lower, err := New(e.C, Options{Prefix: e.Prefix, BacklogLimit: 10, BatchSize: 100})
 	require.NoError(t, err)
 	publish := func() {
-		_, err := lower.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{{Envelope: pubsub.Envelope{UUID: "u"}}}})
+		_, err := lower.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{{Envelope: backend.Envelope{UUID: "u"}}}})
 		require.NoError(t, err)
 	}
 	publish()

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,30 +20,30 @@ func TestSettleBatchesMixHeldStaleUnknownAndInvalidIDs(t *testing.T) {
 	mine := e.Claim("t", "g", "c", 3)
 	theirs := e.Claim("t", "g", "other", 2)
 	parked := theirs[1]
-	e.Nack("t", "g", "other", 0, pubsub.NackItem{ID: parked.ID, Attempt: 1, Delay: time.Hour})
-	unknown := pubsub.Delivery{ID: "1-1", Attempt: 1}
-	invalid := pubsub.Delivery{ID: "nope", Attempt: 1}
+	e.Nack("t", "g", "other", 0, backend.NackItem{ID: parked.ID, Attempt: 1, Delay: time.Hour})
+	unknown := backend.Delivery{ID: "1-1", Attempt: 1}
+	invalid := backend.Delivery{ID: "nope", Attempt: 1}
 
 	lost := e.Extend("t", "g", "c", invalid, mine[0], theirs[0], unknown, mine[0], parked)
 	require.Equal(t, []string{"nope", theirs[0].ID, "1-1", parked.ID}, lost)
 
 	res := e.Nack("t", "g", "c", 0,
-		pubsub.NackItem{ID: "nope", Attempt: 1},
-		pubsub.NackItem{ID: mine[1].ID, Attempt: 1, Delay: time.Hour},
-		pubsub.NackItem{ID: mine[1].ID, Attempt: 1, Delay: time.Hour},
-		pubsub.NackItem{ID: theirs[0].ID, Attempt: 1},
-		pubsub.NackItem{ID: mine[2].ID, Attempt: 2})
-	require.Equal(t, pubsub.NackResult{Requeued: 1, Stale: 4}, res)
+		backend.NackItem{ID: "nope", Attempt: 1},
+		backend.NackItem{ID: mine[1].ID, Attempt: 1, Delay: time.Hour},
+		backend.NackItem{ID: mine[1].ID, Attempt: 1, Delay: time.Hour},
+		backend.NackItem{ID: theirs[0].ID, Attempt: 1},
+		backend.NackItem{ID: mine[2].ID, Attempt: 2})
+	require.Equal(t, backend.NackResult{Requeued: 1, Stale: 4}, res)
 	require.Equal(t, map[string]pel{published[0]: {"c", 1}, published[1]: {ParkedConsumer, 1}, published[2]: {"c", 1},
 		published[3]: {"other", 1}, published[4]: {ParkedConsumer, 1}}, e.pel("t", "g"))
 
 	// Acked from any holder: the parked one loses its schedule, the others had none.
 	ack := e.Ack("t", "g", "c", invalid, mine[0], mine[0], theirs[0], unknown, parked, mine[2])
-	require.Equal(t, pubsub.AckResult{Acked: 4, Stale: 5}, ack)
+	require.Equal(t, backend.AckResult{Acked: 4, Stale: 5}, ack)
 	require.Equal(t, map[string]pel{published[1]: {ParkedConsumer, 1}}, e.pel("t", "g"))
 	require.Equal(t, []string{published[1]}, keysOf(e.retry("t", "g")))
 	require.Empty(t, e.ZMembers(k.pendingAt))
-	require.Equal(t, pubsub.Counters{Published: 6, Claimed: 5, Acked: 4, Nacked: 2, StaleAcks: 5, StaleNacks: 4},
+	require.Equal(t, backend.Counters{Published: 6, Claimed: 5, Acked: 4, Nacked: 2, StaleAcks: 5, StaleNacks: 4},
 		e.Stats("t", "g").Counters)
 }
 
@@ -58,11 +58,11 @@ func TestSettleBatchOfAConsumerHoldingMany(t *testing.T) {
 	require.Len(t, ds, 300)
 	last := ds[len(ds)-5:]
 	require.Empty(t, e.Extend("t", "g", "c", last...))
-	require.Equal(t, pubsub.AckResult{Acked: 5}, e.Ack("t", "g", "c", last...))
-	spread := []pubsub.Delivery{ds[0], ds[150], ds[290]}
-	require.Equal(t, pubsub.NackResult{Requeued: 3}, e.Nack("t", "g", "c", 0,
-		pubsub.NackItem{ID: spread[0].ID, Attempt: 1}, pubsub.NackItem{ID: spread[1].ID, Attempt: 1},
-		pubsub.NackItem{ID: spread[2].ID, Attempt: 1}))
+	require.Equal(t, backend.AckResult{Acked: 5}, e.Ack("t", "g", "c", last...))
+	spread := []backend.Delivery{ds[0], ds[150], ds[290]}
+	require.Equal(t, backend.NackResult{Requeued: 3}, e.Nack("t", "g", "c", 0,
+		backend.NackItem{ID: spread[0].ID, Attempt: 1}, backend.NackItem{ID: spread[1].ID, Attempt: 1},
+		backend.NackItem{ID: spread[2].ID, Attempt: 1}))
 	require.Equal(t, counts{Ready: 3, Pending: 292}, e.counts("t", "g"))
 }
 
@@ -72,8 +72,8 @@ func TestClaimTakesRetriesOfDifferentAttemptsTogether(t *testing.T) {
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
 	published := e.Publish("t", "a", "b", "c")
-	nack := func(d pubsub.Delivery) {
-		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
+	nack := func(d backend.Delivery) {
+		e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt})
 	}
 	ds := e.Claim("t", "g", "c", 3)
 	nack(ds[0])
@@ -98,25 +98,25 @@ func TestReclaimReportsTheNextLeaseExpiry(t *testing.T) {
 	quick := e.ClaimLease("t", "g", "quick", 1, time.Minute)
 	held := e.ClaimLease("t", "g", "slow", 1, time.Hour)
 	res := e.ReclaimLease("t", "g", 0, time.Hour)
-	require.Equal(t, pubsub.ReclaimResult{}, withoutExpiry(res))
+	require.Equal(t, backend.ReclaimResult{}, withoutExpiry(res))
 	requireExpiryNear(t, time.Minute, res, "quick's lease expires first")
 
 	// A minute on, as far as the PEL can tell: quick's entry idle for its whole lease.
 	require.NoError(t, e.C.Do(e.Ctx, "XCLAIM", e.tk("t").stream, "g", "quick", 0, quick[0].ID,
 		"IDLE", time.Minute.Milliseconds(), "JUSTID").Err())
 	res = e.ReclaimLease("t", "g", 0, time.Hour)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, withoutExpiry(res))
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, withoutExpiry(res))
 	requireExpiryNear(t, time.Hour, res, "slow's lease is left")
 
 	e.Ack("t", "g", "slow", held...)
-	require.Equal(t, pubsub.ReclaimResult{}, e.ReclaimLease("t", "g", 0, time.Hour), "only parked entries: nothing to expire")
+	require.Equal(t, backend.ReclaimResult{}, e.ReclaimLease("t", "g", 0, time.Hour), "only parked entries: nothing to expire")
 
 	// Two expired, one handled per call: the next is due at once.
 	e.ClaimLease("t", "g", "quick", 2, 10*time.Millisecond)
 	time.Sleep(30 * time.Millisecond)
-	res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: 1})
+	res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: 1})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, res)
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, res)
 }
 
 // A consumer holding more than reclaimWindow entries, but no more than one call reads, has
@@ -132,14 +132,14 @@ func TestReclaimOfAConsumerHoldingMoreThanTheWindow(t *testing.T) {
 	e.ClaimLease("t", "g", "one", 1, time.Hour)
 	time.Sleep(40 * time.Millisecond)
 	res := e.ReclaimLease("t", "g", 0, time.Hour)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: n}, withoutExpiry(res))
+	require.Equal(t, backend.ReclaimResult{Reclaimed: n}, withoutExpiry(res))
 	requireExpiryNear(t, time.Hour, res, "one's lease is left")
 	require.Equal(t, counts{Ready: int64(n), Pending: 1}, e.counts("t", "g"))
 
 	held := e.ClaimLease("t", "g", "many", n, time.Hour)
 	require.Len(t, held, n)
 	res = e.ReclaimLease("t", "g", 0, time.Hour)
-	require.Equal(t, pubsub.ReclaimResult{}, withoutExpiry(res))
+	require.Equal(t, backend.ReclaimResult{}, withoutExpiry(res))
 	requireExpiryNear(t, time.Hour, res, "")
 }
 
@@ -163,16 +163,16 @@ func TestReclaimWalksALargeHolderAPartPerCall(t *testing.T) {
 		require.NoError(t, e.C.Do(e.Ctx, "XCLAIM", k.topic.stream, "g", "big", 0, held[i].ID,
 			"IDLE", 2*time.Hour.Milliseconds(), "JUSTID").Err())
 	}
-	reclaim := func() pubsub.ReclaimResult {
+	reclaim := func() backend.ReclaimResult {
 		t.Helper()
-		res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: 1})
+		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: 1})
 		require.NoError(t, err)
 		return res
 	}
 
 	for i := range expired {
 		res := reclaim()
-		require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, res,
+		require.Equal(t, backend.ReclaimResult{Reclaimed: 1, NextExpiry: time.Millisecond}, res,
 			"call %d: the expired entry of its part; found one, it asks to go on at once", i)
 		require.ElementsMatch(t, expired[:i+1], keysOf(e.retry("t", "g")), "call %d", i)
 		if i < 3 {
@@ -183,7 +183,7 @@ func TestReclaimWalksALargeHolderAPartPerCall(t *testing.T) {
 		}
 	}
 	res := reclaim()
-	require.Equal(t, pubsub.ReclaimResult{}, withoutExpiry(res), "the walk starts over and finds no more")
+	require.Equal(t, backend.ReclaimResult{}, withoutExpiry(res), "the walk starts over and finds no more")
 	requireExpiryNear(t, time.Hour, res, "")
 	require.Equal(t, map[string]string{"big": held[reclaimWindow].ID}, e.Hash(k.reclaimFrom),
 		"the first reclaimWindow entries still big's")
@@ -205,7 +205,7 @@ func TestReclaimRecoversEveryEntryOfADeadLargeHolder(t *testing.T) {
 
 	total, calls := 0, 0
 	for {
-		res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: reclaimWindow})
+		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: reclaimWindow})
 		require.NoError(t, err)
 		require.LessOrEqual(t, res.Reclaimed, reclaimWindow)
 		total += res.Reclaimed

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Claim runs claim.lua: due retries and unread entries, in (due time, ID) order, up to
@@ -29,15 +29,15 @@ import (
 // XREAD per Block and one claim.lua per probe.
 //
 // A paused group claims nothing: Claim waits its Block (or ctx) and returns nothing. A group
-// that is not registered fails with an error wrapping pubsub.ErrGroupDeleted when an operator
-// deleted it (a tombstone), else pubsub.ErrGroupLost; an idle consumer learns it at its next
+// that is not registered fails with an error wrapping backend.ErrGroupDeleted when an operator
+// deleted it (a tombstone), else backend.ErrGroupLost; an idle consumer learns it at its next
 // probe.
-func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
+func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
 	}
 	if p.Lease <= 0 {
-		return nil, &pubsub.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
+		return nil, &backend.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
 	}
 	count := max(p.Count, 1)
 	k := b.groupKeys(p.Topic, p.Group)
@@ -208,10 +208,10 @@ func (b *Backend) await(ctx context.Context, k groupKeys, last, wake string, wai
 }
 
 // deliveries decodes claim.lua's flat {id, attempt, fields, ...} reply. An entry that does
-// not decode becomes a Delivery with Err wrapping pubsub.ErrCorruptEntry, for the caller to
+// not decode becomes a Delivery with Err wrapping backend.ErrCorruptEntry, for the caller to
 // dead-letter.
-func deliveries(topic string, flat []any) []pubsub.Delivery {
-	return backendkit.DecodeDeliveries(flat, topic, "streams: entry", func(fields any) (pubsub.Envelope, error) {
+func deliveries(topic string, flat []any) []backend.Delivery {
+	return backendkit.DecodeDeliveries(flat, topic, "streams: entry", func(fields any) (backend.Envelope, error) {
 		return decodeEntry(toStrings(fields))
 	})
 }

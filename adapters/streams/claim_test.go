@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,13 +47,13 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 
 	const block = 20 * time.Second
 	type result struct {
-		ds  []pubsub.Delivery
+		ds  []backend.Delivery
 		err error
 		at  time.Time
 	}
 	done := make(chan result, 1)
 	go func() {
-		ds, err := b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+		ds, err := b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 		done <- result{ds, err, time.Now()}
 	}()
 	require.Eventually(t, func() bool {
@@ -79,7 +79,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
 	start := time.Now()
-	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
+	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
@@ -92,7 +92,7 @@ func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
-	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
+	ds, err := e.b.Claim(ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Empty(t, ds)
 }
@@ -103,14 +103,14 @@ func TestClaimOnAGroupThatIsNotRegisteredFailsAndCreatesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	claim := func(block time.Duration) error {
-		_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: block})
+		_, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: block})
 		return err
 	}
-	require.ErrorIs(t, claim(0), pubsub.ErrGroupLost, "no stream")
+	require.ErrorIs(t, claim(0), backend.ErrGroupLost, "no stream")
 	require.Empty(t, e.Keys("t"))
 	e.Publish("t", "x")
 	e.EnsureGroup("t", "other")
-	require.ErrorIs(t, claim(time.Second), pubsub.ErrGroupLost, "a stream without that group")
+	require.ErrorIs(t, claim(time.Second), backend.ErrGroupLost, "a stream without that group")
 	require.Equal(t, []string{"other"}, groupsOf(t, e, "t"))
 	require.NotContains(t, strings.Join(e.Keys("t"), " "), "g:g:")
 }
@@ -118,12 +118,12 @@ func TestClaimOnAGroupThatIsNotRegisteredFailsAndCreatesNothing(t *testing.T) {
 func TestClaimRejectsTheParkingConsumerAndANonPositiveLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: ParkedConsumer, Count: 1, Lease: time.Second})
-	require.ErrorIs(t, err, pubsub.ErrInvalidName)
-	_, err = e.b.Ack(e.Ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: ParkedConsumer})
-	require.ErrorIs(t, err, pubsub.ErrInvalidName)
-	_, err = e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	_, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: ParkedConsumer, Count: 1, Lease: time.Second})
+	require.ErrorIs(t, err, backend.ErrInvalidName)
+	_, err = e.b.Ack(e.Ctx, &backend.AckParams{Topic: "t", Group: "g", Consumer: ParkedConsumer})
+	require.ErrorIs(t, err, backend.ErrInvalidName)
+	_, err = e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 }
 
 func TestDelayedPublishIsParkedUntilDueAndDeliveredAsTheFirstAttempt(t *testing.T) {
@@ -148,7 +148,7 @@ func TestDelayedPublishIsParkedUntilDueAndDeliveredAsTheFirstAttempt(t *testing.
 	const block, delay = 20 * time.Second, 200 * time.Millisecond
 	start := time.Now()
 	soon := e.PublishDelayed("t", delay, "soon")[0]
-	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 	require.NoError(t, err)
 	require.Equal(t, []string{soon}, adaptertest.IDs(ds))
 	require.Equal(t, 1, ds[0].Attempt)
@@ -166,11 +166,11 @@ func TestCorruptEntryIsClaimedWithAnError(t *testing.T) {
 		require.NoError(t, err)
 		e.Publish(topic, "good")
 
-		ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 10, Lease: time.Minute})
+		ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 10, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, ds, 3)
-		require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
-		require.ErrorIs(t, ds[1].Err, pubsub.ErrCorruptEntry)
+		require.ErrorIs(t, ds[0].Err, backend.ErrCorruptEntry)
+		require.ErrorIs(t, ds[1].Err, backend.ErrCorruptEntry)
 		require.NoError(t, ds[2].Err)
 		require.Equal(t, "good", string(ds[2].Envelope.Payload))
 	})
@@ -180,7 +180,7 @@ func TestInjectOrphanIsNotImplemented(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	_, err := e.b.Faults().InjectOrphan(e.Ctx, "t", "g")
-	require.ErrorIs(t, err, pubsub.ErrNotImplemented)
+	require.ErrorIs(t, err, backend.ErrNotImplemented)
 }
 
 // An entry whose ID is ahead of the Redis clock (Redis keeps issuing IDs from its last time
@@ -191,11 +191,11 @@ func TestAnEntryWithAnIDAheadOfTheClockIsDueNow(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	future := strconv.FormatInt(e.redisNow().Add(time.Hour).UnixMilli(), 10) + "-0"
 	require.NoError(t, e.C.XAdd(e.Ctx, &redis.XAddArgs{Stream: e.tk("t").stream, ID: future,
-		Values: []any{FieldEnvelope, pubsub.EncodeEnvelope(adaptertest.Envelope("ahead"))}}).Err())
+		Values: []any{FieldEnvelope, backend.EncodeEnvelope(adaptertest.Envelope("ahead"))}}).Err())
 	ds := e.Claim("t", "g", "c", 5)
 	require.Equal(t, []string{future}, adaptertest.IDs(ds))
 
-	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: future, Attempt: 1, Release: true}))
+	require.Equal(t, backend.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, backend.NackItem{ID: future, Attempt: 1, Release: true}))
 	require.Equal(t, counts{Ready: 1}, e.counts("t", "g"))
 	require.Equal(t, []string{future}, adaptertest.IDs(e.Claim("t", "g", "c", 5)), "released, it is due at once too")
 }
@@ -211,7 +211,7 @@ func TestClaimReadsPastMoreDelayedEntriesThanOneScriptScans(t *testing.T) {
 
 	const block = 20 * time.Second
 	start := time.Now()
-	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: block})
+	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: block})
 	require.NoError(t, err)
 	require.Equal(t, now, adaptertest.IDs(ds))
 	require.Less(t, time.Since(start), block/2, "read on at once, not at the end of Block")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
@@ -31,11 +32,11 @@ func TestWorksOnRedisCluster(t *testing.T) {
 	ctx := context.Background()
 	for _, format := range []streams.Format{streams.FormatNative, streams.FormatWatermill} {
 		prefix := redistest.Prefix(t)
-		backend, err := streams.New(client, streams.Options{Prefix: prefix, Format: format, Retention: streams.DeleteOnAck})
+		be, err := streams.New(client, streams.Options{Prefix: prefix, Format: format, Retention: streams.DeleteOnAck})
 		require.NoError(t, err)
-		pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, nil)
+		pub, err := pubsub.NewPublisher(be, pubsub.PublisherConfig{}, nil)
 		require.NoError(t, err)
-		sub, err := pubsub.NewSubscriber(backend, pubsub.SubscriberConfig{
+		sub, err := pubsub.NewSubscriber(be, pubsub.SubscriberConfig{
 			Block: 200 * time.Millisecond, MaxDeliveries: 2, NackBackoff: func(int) time.Duration { return 50 * time.Millisecond },
 		}, nil)
 		require.NoError(t, err)
@@ -65,13 +66,13 @@ func TestWorksOnRedisCluster(t *testing.T) {
 			}
 			require.Equal(t, map[string]int{"now": 2, "later": 1, "poison": 2}, got, "%s topic %s", format, topic)
 
-			var s pubsub.Stats
+			var s backend.Stats
 			require.Eventually(t, func() bool {
-				s, err = backend.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: pubsub.DefaultGroup})
+				s, err = be.Stats(ctx, &backend.StatsParams{Topic: topic, Group: backend.DefaultGroup})
 				require.NoError(t, err)
 				return s.Dead == 1 && s.Ready+s.Pending+s.Delayed == 0
 			}, 10*time.Second, 10*time.Millisecond, "%+v", s)
-			n, err := backend.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: pubsub.DefaultGroup, All: true})
+			n, err := be.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: backend.DefaultGroup, All: true})
 			require.NoError(t, err)
 			require.Equal(t, 1, n)
 			select {
@@ -88,14 +89,14 @@ func TestWorksOnRedisCluster(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return client.XLen(ctx, stream).Val() == 0 }, 10*time.Second, 10*time.Millisecond,
 				"delete-on-ack left entries in %s", stream)
-			_, err = backend.CleanupConsumers(ctx, topic, pubsub.DefaultGroup, time.Hour)
+			_, err = be.CleanupConsumers(ctx, topic, backend.DefaultGroup, time.Hour)
 			require.NoError(t, err)
 		}
 		require.NoError(t, sub.Close())
 
 		// Listing and deleting topics: every key of each goes, but the tombstones of its groups,
 		// which expire.
-		listed, err := backend.ListTopics(ctx)
+		listed, err := be.ListTopics(ctx)
 		require.NoError(t, err)
 		require.Len(t, listed, 6)
 		for i := range 6 {
@@ -105,7 +106,7 @@ func TestWorksOnRedisCluster(t *testing.T) {
 				tag = "{" + topic + "}"
 			}
 			require.NotEmpty(t, clusterKeys(t, client, tag+"*"))
-			require.NoError(t, backend.DeleteTopic(ctx, topic))
+			require.NoError(t, be.DeleteTopic(ctx, topic))
 			left := clusterKeys(t, client, tag+"*")
 			require.Len(t, left, 1, "%s topic %s: only its tombstones are left", format, topic)
 			require.True(t, strings.HasSuffix(left[0], ":"+adaptertest.Tombstones), left[0])

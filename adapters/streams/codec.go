@@ -3,7 +3,7 @@ package streams
 import (
 	"fmt"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // Entry field names.
@@ -34,7 +34,7 @@ func (c codec) names() []string {
 
 // values are the field values of e, in the order of names. Empty metadata is written as an
 // empty string, as watermill-redisstream does.
-func (c codec) values(e pubsub.Envelope) []any {
+func (c codec) values(e backend.Envelope) []any {
 	if c.format == FormatWatermill {
 		var md []byte
 		if len(e.Metadata) > 0 {
@@ -42,29 +42,29 @@ func (c codec) values(e pubsub.Envelope) []any {
 		}
 		return []any{e.UUID, md, e.Payload}
 	}
-	return []any{pubsub.EncodeEnvelope(e)}
+	return []any{backend.EncodeEnvelope(e)}
 }
 
 // decodeEntry turns an entry's flat field/value list into an envelope: relq's envelope when
 // it has FieldEnvelope, else watermill-redisstream's layout, which needs the UUID field. Any
-// other content is an error wrapping pubsub.ErrCorruptEntry.
-func decodeEntry(flat []string) (pubsub.Envelope, error) {
+// other content is an error wrapping backend.ErrCorruptEntry.
+func decodeEntry(flat []string) (backend.Envelope, error) {
 	f := make(map[string]string, len(flat)/2)
 	for i := 0; i+1 < len(flat); i += 2 {
 		f[flat[i]] = flat[i+1]
 	}
 	if e, ok := f[FieldEnvelope]; ok {
-		return pubsub.DecodeEnvelope([]byte(e))
+		return backend.DecodeEnvelope([]byte(e))
 	}
 	uuid, ok := f[FieldWatermillUUID]
 	if !ok {
-		return pubsub.Envelope{}, fmt.Errorf("%w: entry has neither %q nor %q", pubsub.ErrCorruptEntry, FieldEnvelope, FieldWatermillUUID)
+		return backend.Envelope{}, fmt.Errorf("%w: entry has neither %q nor %q", backend.ErrCorruptEntry, FieldEnvelope, FieldWatermillUUID)
 	}
-	env := pubsub.Envelope{UUID: uuid, Payload: []byte(f[FieldPayload])}
+	env := backend.Envelope{UUID: uuid, Payload: []byte(f[FieldPayload])}
 	if md := f[FieldMetadata]; md != "" {
 		m, err := decodeMetadata([]byte(md))
 		if err != nil {
-			return pubsub.Envelope{}, fmt.Errorf("%w: field %q: %v", pubsub.ErrCorruptEntry, FieldMetadata, err)
+			return backend.Envelope{}, fmt.Errorf("%w: field %q: %v", backend.ErrCorruptEntry, FieldMetadata, err)
 		}
 		if len(m) > 0 {
 			env.Metadata = m

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -43,7 +43,7 @@ func TestMetadataCodecMatchesWatermillRedisstream(t *testing.T) {
 
 		// As read back from Redis, every value is a string.
 		flat := []string{}
-		for _, v := range (codec{format: FormatWatermill}).values(pubsub.Envelope{UUID: "uuid-1", Metadata: md, Payload: []byte("payload")}) {
+		for _, v := range (codec{format: FormatWatermill}).values(backend.Envelope{UUID: "uuid-1", Metadata: md, Payload: []byte("payload")}) {
 			switch v := v.(type) {
 			case string:
 				flat = append(flat, v)
@@ -61,16 +61,16 @@ func TestMetadataCodecMatchesWatermillRedisstream(t *testing.T) {
 
 func TestDecodeEntry(t *testing.T) {
 	t.Parallel()
-	env := pubsub.Envelope{UUID: "u", Metadata: map[string]string{"a": "b"}, Payload: []byte("p")}
+	env := backend.Envelope{UUID: "u", Metadata: map[string]string{"a": "b"}, Payload: []byte("p")}
 	for name, c := range map[string]struct {
 		flat    []string
-		want    pubsub.Envelope
+		want    backend.Envelope
 		corrupt bool
 		raw     string
 	}{
-		"native":             {flat: []string{FieldEnvelope, string(pubsub.EncodeEnvelope(env))}, want: env},
+		"native":             {flat: []string{FieldEnvelope, string(backend.EncodeEnvelope(env))}, want: env},
 		"watermill":          {flat: []string{FieldWatermillUUID, "u", FieldMetadata, string(encodeMetadata(env.Metadata)), FieldPayload, "p"}, want: env},
-		"watermill no extra": {flat: []string{FieldWatermillUUID, "u"}, want: pubsub.Envelope{UUID: "u", Payload: []byte{}}},
+		"watermill no extra": {flat: []string{FieldWatermillUUID, "u"}, want: backend.Envelope{UUID: "u", Payload: []byte{}}},
 		"bad envelope":       {flat: []string{FieldEnvelope, "\x09x"}, corrupt: true, raw: "\x09x"},
 		"bad metadata":       {flat: []string{FieldWatermillUUID, "u", FieldMetadata, "\x07"}, corrupt: true, raw: "\x07"},
 		"no uuid":            {flat: []string{FieldMetadata, "\x80", FieldPayload, "p"}, corrupt: true, raw: "\x80"},
@@ -78,7 +78,7 @@ func TestDecodeEntry(t *testing.T) {
 	} {
 		got, err := decodeEntry(c.flat)
 		if c.corrupt {
-			require.ErrorIs(t, err, pubsub.ErrCorruptEntry, name)
+			require.ErrorIs(t, err, backend.ErrCorruptEntry, name)
 			require.Equal(t, c.raw, string(rawOf(c.flat)), name)
 			continue
 		}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // CleanupResult reports what CleanupConsumers did.
@@ -29,7 +29,7 @@ func (b *Backend) CleanupConsumers(ctx context.Context, topic, group string, idl
 		return CleanupResult{}, err
 	}
 	if idle < 0 {
-		return CleanupResult{}, &pubsub.ConfigError{Field: "idle", Reason: "must not be negative"}
+		return CleanupResult{}, &backend.ConfigError{Field: "idle", Reason: "must not be negative"}
 	}
 	k := b.groupKeys(topic, group)
 	var total CleanupResult

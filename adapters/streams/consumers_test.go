@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +45,7 @@ func TestCleanupConsumersParksPendingEntriesBeforeDeletingTheConsumer(t *testing
 	require.Equal(t, counts{Pending: 3}, e.counts("t", "g"))
 
 	_, err = e.b.CleanupConsumers(e.Ctx, "t", "g", -time.Second)
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 }
 
 func TestCleanupConsumersWorksInBatches(t *testing.T) {

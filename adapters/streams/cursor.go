@@ -6,35 +6,35 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // A cursor of Messages holds the state it lists and the four parts that messages.lua takes
 // (where each source of the state goes on), joined and base64url-encoded into one opaque
 // token. Each part is checked before it reaches a script, so that a cursor no page returned
-// fails with pubsub.ErrBadCursor rather than a Redis error.
+// fails with backend.ErrBadCursor rather than a Redis error.
 
 // cursorParts says, per state, what each part holds: 's' a score (ms), 'p' a padded entry ID
 // (a retry member), 'i' an entry ID, 'c' a consumer name (any), 'n' consumer names (any,
 // joined by newlines: the pending consumers listed whole), '-' nothing. Parts come in pairs
 // where a ZSET is paged (score and member) and in the pending state (the deadline a consumer
 // was ordered by, and the consumer): both are set or neither.
-var cursorParts = map[pubsub.MessageState]string{
-	pubsub.StateReady:   "spi-",
-	pubsub.StateDelayed: "spsi",
-	pubsub.StatePending: "scin",
-	pubsub.StateDead:    "i---",
+var cursorParts = map[backend.MessageState]string{
+	backend.StateReady:   "spi-",
+	backend.StateDelayed: "spsi",
+	backend.StatePending: "scin",
+	backend.StateDead:    "i---",
 }
 
-func encodeCursor(state pubsub.MessageState, parts []string) string {
+func encodeCursor(state backend.MessageState, parts []string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(string(state) + "\x00" + strings.Join(parts, "\x00")))
 }
 
-func decodeCursor(state pubsub.MessageState, cursor string) ([]string, error) {
+func decodeCursor(state backend.MessageState, cursor string) ([]string, error) {
 	if cursor == "" {
 		return []string{"", "", "", ""}, nil
 	}
-	bad := fmt.Errorf("streams: cursor %q of a %s listing: %w", cursor, state, pubsub.ErrBadCursor)
+	bad := fmt.Errorf("streams: cursor %q of a %s listing: %w", cursor, state, backend.ErrBadCursor)
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
 		return nil, bad

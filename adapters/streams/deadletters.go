@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // deadHeader is the number of strings of relq's record at the head of a dead-letter entry:
@@ -17,7 +17,7 @@ const deadHeader = 12
 // read-only script: the page's entry IDs by rank from the group's dead_order index, then the
 // stream from the first of them to the last, so a page costs O(Count + log N) at any Offset.
 // An entry that cannot be decoded comes back with its bytes in Raw.
-func (b *Backend) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) ([]pubsub.DeadLetter, error) {
+func (b *Backend) DeadLetters(ctx context.Context, p *backend.DeadLettersParams) ([]backend.DeadLetter, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return nil, err
 	}
@@ -27,13 +27,13 @@ func (b *Backend) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]pubsub.DeadLetter, 0, len(page))
+	out := make([]backend.DeadLetter, 0, len(page))
 	for _, v := range page {
 		f := toStrings(v)
 		if len(f) < deadHeader {
 			continue
 		}
-		dl := pubsub.DeadLetter{
+		dl := backend.DeadLetter{
 			ID:       f[1],
 			Reason:   f[3],
 			Attempts: int(backendkit.Int(f[5])),
@@ -59,7 +59,7 @@ func (b *Backend) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) 
 // It runs requeue.lua calls of at most Options.BatchSize each; each call is atomic. IDs that
 // are not dead letters are skipped, and so are dead letters whose entry was trimmed from the
 // stream: they stay in the dead-letter stream.
-func (b *Backend) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParams) (int, error) {
+func (b *Backend) RequeueDeadLetters(ctx context.Context, p *backend.RequeueParams) (int, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
 	}
@@ -99,7 +99,7 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParam
 // most p.Limit when it is positive), in purge.lua calls of at most Options.BatchSize each,
 // each atomic. IDs that are not dead letters of the group are skipped. With DeleteOnAck,
 // entries no other group needs go too.
-func (b *Backend) PurgeDeadLetters(ctx context.Context, p *pubsub.PurgeParams) (int, error) {
+func (b *Backend) PurgeDeadLetters(ctx context.Context, p *backend.PurgeParams) (int, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +16,7 @@ func (e *env) deadLetterIDs(topic, group string, count int) []string {
 	e.T.Helper()
 	var ids []string
 	for offset := 0; ; offset += count {
-		page, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: topic, Group: group, Offset: offset, Count: count})
+		page, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: topic, Group: group, Offset: offset, Count: count})
 		require.NoError(e.T, err)
 		for _, dl := range page {
 			ids = append(ids, dl.ID)
@@ -69,27 +69,27 @@ func TestDeadLetterPagesReturnEachOnceInOrderAtAnyOffset(t *testing.T) {
 		e.Publish("t", payloads("b"+strconv.Itoa(batch)+"-", 90)...)
 		ds := e.Claim("t", "g", "c", 90)
 		require.Len(t, ds, 90)
-		items := make([]pubsub.NackItem, len(ds))
+		items := make([]backend.NackItem, len(ds))
 		for i, d := range ds {
-			items[i] = pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad"}
+			items[i] = backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad"}
 			dead = append(dead, d.ID)
 		}
-		require.Equal(t, pubsub.NackResult{DeadLettered: 90}, e.Nack("t", "g", "c", 0, items...))
+		require.Equal(t, backend.NackResult{DeadLettered: 90}, e.Nack("t", "g", "c", 0, items...))
 	}
 	e.requireDeadOrder("t", "g")
 	for _, count := range []int{1, 7, 100, 270, 1000} {
 		require.Equal(t, dead, e.deadLetterIDs("t", "g", count), "pages of %d", count)
 	}
-	page, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g", Offset: 265, Count: 10})
+	page, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g", Offset: 265, Count: 10})
 	require.NoError(t, err)
 	require.Len(t, page, 5, "the last page")
 	require.Equal(t, dead[265:], []string{page[0].ID, page[1].ID, page[2].ID, page[3].ID, page[4].ID})
 
 	// Requeue from the middle, purge from the front.
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: dead[100:150]})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", IDs: dead[100:150]})
 	require.NoError(t, err)
 	require.Equal(t, 50, n)
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g", Limit: 30})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g", Limit: 30})
 	require.NoError(t, err)
 	require.Equal(t, 30, n)
 	left := append(append([]string{}, dead[30:100]...), dead[150:]...)
@@ -100,26 +100,26 @@ func TestDeadLetterPagesReturnEachOnceInOrderAtAnyOffset(t *testing.T) {
 	// The requeued ones die again: they come after the others.
 	ds := e.Claim("t", "g", "c", 50)
 	require.Len(t, ds, 50)
-	items := make([]pubsub.NackItem, len(ds))
+	items := make([]backend.NackItem, len(ds))
 	for i, d := range ds {
-		items[i] = pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true}
+		items[i] = backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true}
 	}
 	e.Nack("t", "g", "c", 0, items...)
 	e.requireDeadOrder("t", "g")
 	require.Equal(t, append(left, dead[100:150]...), e.deadLetterIDs("t", "g", 33))
 
 	// Emptied by a requeue of all and by a purge, the index goes with the stream.
-	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
+	n, err = e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 240, n)
 	require.NotContains(t, e.Keys("t"), "g:g:dead_order")
 	require.NotContains(t, e.Keys("t"), "g:g:dead")
 	require.Empty(t, e.deadLetterIDs("t", "g", 10))
 	for _, d := range e.Claim("t", "g", "c", 240) {
-		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
+		e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
 	e.requireDeadOrder("t", "g")
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 240, n)
 	require.NotContains(t, e.Keys("t"), "g:g:dead_order")
@@ -151,7 +151,7 @@ func TestDeadLetterPageSkipsAnEntryTheIndexLacks(t *testing.T) {
 		e.Publish("t", payloads("x", n)...)
 		var ids []string
 		for _, d := range e.Claim("t", "g", "c", n) {
-			e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
+			e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 			ids = append(ids, d.ID)
 		}
 		return ids

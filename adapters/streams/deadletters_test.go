@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,9 +18,9 @@ func TestDeadLetterMovesToTheDeadStreamAtomicallyWithTheXACK(t *testing.T) {
 	d := e.Claim("t", "g", "c", 1)[0]
 	before := e.redisNow()
 
-	res := e.Nack("t", "g", "c", 1, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "boom"})
+	res := e.Nack("t", "g", "c", 1, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "boom"})
 	after := e.redisNow()
-	require.Equal(t, pubsub.NackResult{DeadLettered: 1}, res)
+	require.Equal(t, backend.NackResult{DeadLettered: 1}, res)
 	require.Empty(t, e.pel("t", "g"), "acked")
 	require.Empty(t, e.retry("t", "g"))
 	entries, err := e.C.XRange(e.Ctx, k.dead, "-", "+").Result()
@@ -37,10 +37,10 @@ func TestDeadLetterMovesToTheDeadStreamAtomicallyWithTheXACK(t *testing.T) {
 	require.Equal(t, map[string]string{id: "1"}, e.Hash(k.topic.deadRefs))
 	require.Equal(t, counts{Dead: 1}, e.counts("t", "g"))
 
-	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
-	require.Equal(t, pubsub.DeadLetter{ID: id, Topic: "t", Group: "g", Envelope: adaptertest.Envelope("x"), Reason: "boom",
+	require.Equal(t, backend.DeadLetter{ID: id, Topic: "t", Group: "g", Envelope: adaptertest.Envelope("x"), Reason: "boom",
 		Attempts: 1, DeadAt: dls[0].DeadAt}, dls[0])
 	require.WithinRange(t, dls[0].DeadAt, before.Truncate(time.Millisecond), after, "dead at the nack, Redis clock")
 	require.Empty(t, e.Claim("t", "g", "c", 1), "never delivered again")
@@ -55,11 +55,11 @@ func TestRequeueResetsTheDeliveryCountAndKeepsTheDeliveryID(t *testing.T) {
 	for attempt := 1; attempt <= 3; attempt++ {
 		d := e.Claim("t", "g", "c", 1)[0]
 		require.Equal(t, attempt, d.Attempt)
-		e.Nack("t", "g", "c", 3, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
+		e.Nack("t", "g", "c", 3, backend.NackItem{ID: d.ID, Attempt: d.Attempt})
 	}
 	require.Equal(t, counts{Dead: 1}, e.counts("t", "g"))
 
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{id, "1-1"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", IDs: []string{id, "1-1"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, map[string]pel{id: {ParkedConsumer, 0}}, e.pel("t", "g"), "back in the PEL, count reset (RETRYCOUNT 0)")
@@ -81,16 +81,16 @@ func TestRequeueAllSkipsDeadLettersWhoseEntryWasTrimmed(t *testing.T) {
 	published := e.Publish("t", "1", "2", "3", "4", "5")
 	ds := e.Claim("t", "g", "c", 5)
 	for _, d := range ds {
-		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
+		e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true, Reason: "bad"})
 	}
 	// Trimming is blind to dead letters: the oldest entry goes.
 	_, err := e.C.XDel(e.Ctx, e.tk("t").stream, published[0]).Result()
 	require.NoError(t, err)
 
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "several batches of 2")
-	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, published[0], dls[0].ID)
@@ -106,12 +106,12 @@ func TestPurgeDeletesDeadLettersAndWithDeleteOnAckTheirEntries(t *testing.T) {
 	e.EnsureGroup("t", "other")
 	e.Publish("t", "1", "2")
 	for _, d := range e.Claim("t", "g", "c", 2) {
-		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true})
+		e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true})
 	}
 	e.Ack("t", "other", "c", e.Claim("t", "other", "c", 2)...)
 	require.Equal(t, int64(2), e.xlen(k.topic.stream), "kept for a requeue while they are dead letters")
 
-	n, err := e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
+	n, err := e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Zero(t, e.xlen(k.topic.stream))
@@ -130,16 +130,16 @@ func TestPurgeByIDsDeletesOnlyThoseDeadLettersAndWithDeleteOnAckTheirEntries(t *
 	e.EnsureGroup("t", "other")
 	ids := e.Publish("t", "1", "2", "3", "4")
 	for _, d := range e.Claim("t", "g", "c", 4) {
-		e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true})
+		e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: 1, DeadLetter: true})
 	}
 	// other is done with all but ids[3].
 	e.Ack("t", "other", "c", e.Claim("t", "other", "c", 3)...)
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: ids[2:3]})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", IDs: ids[2:3]})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 
 	// Calls {0, 1-1}, {1, 0 again}, {2, 3}: 2 is in the PEL again, 3 is needed by other.
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g",
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g",
 		IDs: []string{ids[0], "1-1", ids[1], ids[0], ids[2], ids[3]}})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
@@ -164,12 +164,12 @@ func TestDeadLetterOfACorruptEntryKeepsItsBytes(t *testing.T) {
 		topic := "t-" + e.Prefix
 		raw := []byte("\x07not a message\x00\xff")
 		require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", raw))
-		ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
+		ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
 		require.NoError(t, err)
-		require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
-		e.Nack(topic, "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
+		require.ErrorIs(t, ds[0].Err, backend.ErrCorruptEntry)
+		e.Nack(topic, "g", "c", 0, backend.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
 
-		dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: topic, Group: "g"})
+		dls, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: topic, Group: "g"})
 		require.NoError(t, err)
 		require.Len(t, dls, 1)
 		require.Equal(t, raw, dls[0].Raw)

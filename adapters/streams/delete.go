@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // The modes of unregister.lua.
@@ -20,7 +20,7 @@ const (
 )
 
 // DeleteGroup unregisters the group at once (XGROUP DESTROY and relq's keys of it, one
-// script): later publishes no longer reach it, its claims fail with pubsub.ErrGroupDeleted,
+// script): later publishes no longer reach it, its claims fail with backend.ErrGroupDeleted,
 // its subscribers' acks and nacks are stale no-ops, and a new group of its name starts
 // empty. When it was the topic's last group, nothing published until then is backlog (only
 // what is published while a topic has no group is), so the topic loses every key at once.
@@ -29,14 +29,14 @@ const (
 // was unfinished, the stream's entries are trimmed in such steps). A delete interrupted
 // between steps is finished by the next DeleteGroup or DeleteTopic of the topic, or by a
 // publish or a Reclaim on it.
-// pubsub.ErrGroupNotFound when the group is not registered.
+// backend.ErrGroupNotFound when the group is not registered.
 func (b *Backend) DeleteGroup(ctx context.Context, topic, group string) error {
 	if err := b.check(ctx, "topic", topic, "group", group); err != nil {
 		return err
 	}
 	status, err := b.deleteGroup(ctx, topic, group, modeAdmin, "")
 	if err == nil && status == "notfound" {
-		return fmt.Errorf("streams: delete group %q of topic %q: %w", group, topic, pubsub.ErrGroupNotFound)
+		return fmt.Errorf("streams: delete group %q of topic %q: %w", group, topic, backend.ErrGroupNotFound)
 	}
 	return err
 }
@@ -118,9 +118,9 @@ func (b *Backend) tidy(ctx context.Context, topic string, groups []string) {
 // and of each group, and the dead letters of deletes left unfinished. Its groups are read
 // first to name their keys; the script refuses, and they are read again, if a group came
 // meanwhile. The publish lanes' records are fields of the topic's meta HASH, so they go with
-// it. Subscribers of its groups get pubsub.ErrGroupDeleted; a later publish creates the topic
+// it. Subscribers of its groups get backend.ErrGroupDeleted; a later publish creates the topic
 // again, as a new one.
-// pubsub.ErrTopicNotFound when the topic has no key.
+// backend.ErrTopicNotFound when the topic has no key.
 func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	if err := b.check(ctx, "topic", topic); err != nil {
 		return err
@@ -145,7 +145,7 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 			continue // a group came meanwhile
 		}
 		if n == 0 {
-			return fmt.Errorf("streams: delete topic %q: %w", topic, pubsub.ErrTopicNotFound)
+			return fmt.Errorf("streams: delete topic %q: %w", topic, backend.ErrTopicNotFound)
 		}
 		return nil
 	}
@@ -179,13 +179,13 @@ func groupGone(err error) bool {
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOGROUP relq:")
 }
 
-// goneError is the sentinel of a groupGone reply: pubsub.ErrGroupDeleted for a group an
+// goneError is the sentinel of a groupGone reply: backend.ErrGroupDeleted for a group an
 // operator deleted ("NOGROUP relq: group deleted", under a tombstone), else
-// pubsub.ErrGroupLost.
+// backend.ErrGroupLost.
 func goneError(err error) error {
 	var rerr redis.Error
 	if errors.As(err, &rerr) && rerr.Error() == "NOGROUP relq: group deleted" {
-		return pubsub.ErrGroupDeleted
+		return backend.ErrGroupDeleted
 	}
-	return pubsub.ErrGroupLost
+	return backend.ErrGroupLost
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,7 +35,7 @@ func TestDeleteGroupWhileASubscriberRuns(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for {
-			_, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "loop", Count: 10, Lease: time.Minute, Block: 500 * time.Millisecond})
+			_, err := e.b.Claim(ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "loop", Count: 10, Lease: time.Minute, Block: 500 * time.Millisecond})
 			if err != nil {
 				done <- err
 				return
@@ -43,17 +43,17 @@ func TestDeleteGroupWhileASubscriberRuns(t *testing.T) {
 		}
 	}()
 	require.NoError(t, e.b.DeleteGroup(e.Ctx, "t", "g"))
-	require.ErrorIs(t, <-done, pubsub.ErrGroupDeleted)
+	require.ErrorIs(t, <-done, backend.ErrGroupDeleted)
 
-	require.Equal(t, pubsub.AckResult{Stale: 1}, e.Ack("t", "g", "c", held...))
-	require.Equal(t, pubsub.NackResult{Stale: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: held[0].ID, Attempt: 1}))
+	require.Equal(t, backend.AckResult{Stale: 1}, e.Ack("t", "g", "c", held...))
+	require.Equal(t, backend.NackResult{Stale: 1}, e.Nack("t", "g", "c", 0, backend.NackItem{ID: held[0].ID, Attempt: 1}))
 	require.Equal(t, []string{held[0].ID}, e.Extend("t", "g", "c", held...))
-	require.Equal(t, pubsub.ReclaimResult{}, e.Reclaim("t", "g", 0))
+	require.Equal(t, backend.ReclaimResult{}, e.Reclaim("t", "g", 0))
 	require.Empty(t, e.Stats("t", "g").Counters)
 	require.Empty(t, e.groupKeysLeft("t", "g"), "no key of the deleted group came back")
 	require.Equal(t, []string{"other"}, groupsOf(t, e, "t"))
 	require.Len(t, e.Claim("t", "other", "c", 10), 2, "the other group keeps its messages")
-	require.ErrorIs(t, e.b.DeleteGroup(e.Ctx, "t", "g"), pubsub.ErrGroupNotFound)
+	require.ErrorIs(t, e.b.DeleteGroup(e.Ctx, "t", "g"), backend.ErrGroupNotFound)
 
 	// A new group of that name starts empty, with the next publish.
 	e.EnsureGroup("t", "g")
@@ -66,9 +66,9 @@ func TestDeleteGroupWhileASubscriberRuns(t *testing.T) {
 func (e *env) deadLetter(topic, group string, payloads ...string) []string {
 	ids := e.Publish(topic, payloads...)
 	ds := e.Claim(topic, group, "c", len(payloads))
-	items := make([]pubsub.NackItem, len(ds))
+	items := make([]backend.NackItem, len(ds))
 	for i, d := range ds {
-		items[i] = pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad"}
+		items[i] = backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad"}
 	}
 	require.Equal(e.T, len(ids), e.Nack(topic, group, "c", 0, items...).DeadLettered)
 	return ids
@@ -85,7 +85,7 @@ func TestDeleteGroupReleasesItsDeadLettersInStepsAndTouchesNoOtherGroup(t *testi
 	e.Claim("t", "keep", "c", 35)
 	keepIDs := ids[:3]
 	for _, id := range keepIDs {
-		require.Equal(t, pubsub.NackResult{DeadLettered: 1}, e.Nack("t", "keep", "c", 0, pubsub.NackItem{ID: id, Attempt: 1, DeadLetter: true}))
+		require.Equal(t, backend.NackResult{DeadLettered: 1}, e.Nack("t", "keep", "c", 0, backend.NackItem{ID: id, Attempt: 1, DeadLetter: true}))
 	}
 	keepBefore := map[string]string{}
 	for _, k := range e.groupKeysLeft("t", "keep") {
@@ -162,7 +162,7 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 		topic, other := e.Prefix+"-t", e.Prefix+"-other"
 		e.EnsureGroup(topic, "g")
 		e.EnsureGroup(topic, "h")
-		require.NoError(t, e.b.Join(e.Ctx, &pubsub.JoinParams{Topic: topic, Group: "eph", Consumer: "c", TTL: time.Minute}))
+		require.NoError(t, e.b.Join(e.Ctx, &backend.JoinParams{Topic: topic, Group: "eph", Consumer: "c", TTL: time.Minute}))
 		e.deadLetter(topic, "g", payloads("m", 15)...)
 		e.PublishDelayed(topic, time.Hour, "later")
 		e.Claim(topic, "h", "c", 3)
@@ -177,13 +177,13 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 		require.False(t, e.Exists(e.tk(topic).meta), "the publish lanes' records go with meta")
 		require.False(t, e.Exists(e.tk(topic).stream))
 		require.Equal(t, otherKeys, e.Keys(other))
-		require.ErrorIs(t, e.b.DeleteTopic(e.Ctx, topic), pubsub.ErrTopicNotFound)
-		_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
-		require.ErrorIs(t, err, pubsub.ErrGroupDeleted)
+		require.ErrorIs(t, e.b.DeleteTopic(e.Ctx, topic), backend.ErrTopicNotFound)
+		_, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
+		require.ErrorIs(t, err, backend.ErrGroupDeleted)
 
 		// A publish creates it again, as a new topic with a backlog.
 		e.Publish(topic, "again")
-		require.Equal(t, pubsub.TopicInfo{Name: topic, Groups: []string{}, Backlog: 1}, e.topicInfo(topic))
+		require.Equal(t, backend.TopicInfo{Name: topic, Groups: []string{}, Backlog: 1}, e.topicInfo(topic))
 	}, func(o *Options) { o.BatchSize = 10 })
 }
 
@@ -218,7 +218,7 @@ func TestDeletesWhileAnotherProcessPublishes(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{{Envelope: adaptertest.Envelope("x")}}}); err != nil {
+			if _, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{{Envelope: adaptertest.Envelope("x")}}}); err != nil {
 				done <- err
 				return
 			}

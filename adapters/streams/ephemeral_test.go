@@ -5,19 +5,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
 func (e *env) join(topic, group, consumer string, ttl time.Duration) {
 	e.T.Helper()
-	require.NoError(e.T, e.b.Join(e.Ctx, &pubsub.JoinParams{Topic: topic, Group: group, Consumer: consumer, TTL: ttl}))
+	require.NoError(e.T, e.b.Join(e.Ctx, &backend.JoinParams{Topic: topic, Group: group, Consumer: consumer, TTL: ttl}))
 }
 
 func (e *env) leave(topic, group, consumer string) {
 	e.T.Helper()
-	require.NoError(e.T, e.b.Leave(e.Ctx, &pubsub.LeaveParams{Topic: topic, Group: group, Consumer: consumer}))
+	require.NoError(e.T, e.b.Leave(e.Ctx, &backend.LeaveParams{Topic: topic, Group: group, Consumer: consumer}))
 }
 
 // expire moves the ephemeral group's expiry into the past, as if every member had stopped
@@ -48,14 +48,14 @@ func TestJoinAndLeaveRefuseADurableGroup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "durable")
-	err := e.b.Join(e.Ctx, &pubsub.JoinParams{Topic: "t", Group: "durable", Consumer: "c", TTL: time.Minute})
-	require.ErrorIs(t, err, pubsub.ErrNotEphemeral)
-	err = e.b.Leave(e.Ctx, &pubsub.LeaveParams{Topic: "t", Group: "durable", Consumer: "c"})
-	require.ErrorIs(t, err, pubsub.ErrNotEphemeral)
+	err := e.b.Join(e.Ctx, &backend.JoinParams{Topic: "t", Group: "durable", Consumer: "c", TTL: time.Minute})
+	require.ErrorIs(t, err, backend.ErrNotEphemeral)
+	err = e.b.Leave(e.Ctx, &backend.LeaveParams{Topic: "t", Group: "durable", Consumer: "c"})
+	require.ErrorIs(t, err, backend.ErrNotEphemeral)
 	require.Equal(t, []string{"durable"}, groupsOf(t, e, "t"))
 
-	err = e.b.Join(e.Ctx, &pubsub.JoinParams{Topic: "t", Group: "g", Consumer: "c"})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	err = e.b.Join(e.Ctx, &backend.JoinParams{Topic: "t", Group: "g", Consumer: "c"})
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 	// EnsureGroup leaves an ephemeral group as it is.
 	e.join("t", "eph", "c", time.Minute)
 	e.EnsureGroup("t", "eph")
@@ -73,7 +73,7 @@ func TestAnAllEphemeralTopicExpiresWithItsMembers(t *testing.T) {
 	e.join("t", "b", "c", 2*time.Minute)
 	e.Publish("t", "x", "y")
 	ds := e.Claim("t", "a", "c", 1) // creates the group's pending_at and leases
-	e.Nack("t", "a", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, Delay: time.Hour})
+	e.Nack("t", "a", "c", 0, backend.NackItem{ID: ds[0].ID, Attempt: 1, Delay: time.Hour})
 	// Each key expires one TTL after its deadline (the slack that lets a survivor delete a
 	// dead group first): the topic's keys after the last group's, 2+2 minutes.
 	for _, key := range e.Keys("t") {

@@ -3,13 +3,13 @@ package streams
 import (
 	"context"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
-var _ pubsub.EvictionReader = (*Backend)(nil)
+var _ backend.EvictionReader = (*Backend)(nil)
 
-// Eviction reads Redis's maxmemory-policy and evicted keys (pubsub.EvictionReader).
-func (b *Backend) Eviction(ctx context.Context) (pubsub.Eviction, error) {
+// Eviction reads Redis's maxmemory-policy and evicted keys (backend.EvictionReader).
+func (b *Backend) Eviction(ctx context.Context) (backend.Eviction, error) {
 	return backendkit.ReadEviction(ctx, b.client)
 }

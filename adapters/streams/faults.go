@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // Faults injects states that only failures produce, so the conformance suite can check the
@@ -19,7 +19,7 @@ func (b *Backend) Faults() *Faults { return &Faults{b: b} }
 // InjectCorrupt appends an entry holding data where the message should be, bypassing the
 // codec, as a foreign writer would (one inject.lua call, which creates the group first if
 // missing): FieldEnvelope in FormatNative, FieldMetadata without a UUID in FormatWatermill.
-// Claiming it yields a Delivery whose Err wraps pubsub.ErrCorruptEntry, and its dead letter
+// Claiming it yields a Delivery whose Err wraps backend.ErrCorruptEntry, and its dead letter
 // keeps data as Raw.
 func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []byte) error {
 	if err := f.b.check(ctx, "topic", topic, "group", group); err != nil {
@@ -36,9 +36,9 @@ func (f *Faults) InjectCorrupt(ctx context.Context, topic, group string, data []
 // InjectOrphan cannot make a streams orphan: XREADGROUP adds an entry to the PEL together
 // with its consumer, so a delivery is never pending without a holder
 // (Capabilities.PendingOrphans is false). It returns an error wrapping
-// pubsub.ErrNotImplemented.
+// backend.ErrNotImplemented.
 func (f *Faults) InjectOrphan(context.Context, string, string) (string, error) {
-	return "", fmt.Errorf("%w: streams deliveries cannot be pending without a holder", pubsub.ErrNotImplemented)
+	return "", fmt.Errorf("%w: streams deliveries cannot be pending without a holder", backend.ErrNotImplemented)
 }
 
 // DeleteBody deletes the entry id from the topic's stream (XDEL), as a hand edit or
@@ -48,5 +48,5 @@ func (f *Faults) DeleteBody(ctx context.Context, topic, id string) error {
 	if err := f.b.check(ctx, "topic", topic); err != nil {
 		return err
 	}
-	return f.b.client.XDel(ctx, f.b.groupKeys(topic, pubsub.DefaultGroup).topic.stream, id).Err()
+	return f.b.client.XDel(ctx, f.b.groupKeys(topic, backend.DefaultGroup).topic.stream, id).Err()
 }

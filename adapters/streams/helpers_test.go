@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,7 +48,7 @@ func eachFormat(t *testing.T, test func(t *testing.T, e *env), opts ...func(*Opt
 }
 
 // topicInfo reads the topic's TopicInfo through the Admin API.
-func (e *env) topicInfo(topic string) pubsub.TopicInfo {
+func (e *env) topicInfo(topic string) backend.TopicInfo {
 	e.T.Helper()
 	info, err := e.b.Topic(e.Ctx, topic)
 	require.NoError(e.T, err)
@@ -149,14 +149,14 @@ func (e *env) counts(topic, group string) counts {
 }
 
 // withoutExpiry is res with NextExpiry zeroed, to compare its counts alone.
-func withoutExpiry(res pubsub.ReclaimResult) pubsub.ReclaimResult {
+func withoutExpiry(res backend.ReclaimResult) backend.ReclaimResult {
 	res.NextExpiry = 0
 	return res
 }
 
 // requireExpiryNear checks that res reports the next lease expiry at most lease away, and not
 // earlier than the few seconds a test's leases may have been idle.
-func requireExpiryNear(t *testing.T, lease time.Duration, res pubsub.ReclaimResult, msg string) {
+func requireExpiryNear(t *testing.T, lease time.Duration, res backend.ReclaimResult, msg string) {
 	t.Helper()
 	require.LessOrEqual(t, res.NextExpiry, lease, msg)
 	require.Greater(t, res.NextExpiry, lease-10*time.Second, msg)

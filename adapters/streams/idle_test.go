@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -91,13 +91,13 @@ func (e *env) counted(server *redistest.Server) (*Backend, *commands) {
 func (e *env) blockedInXREAD(n int) { e.T.Helper(); e.WaitBlocked(e.Prefix, "xread", n) }
 
 type claimed struct {
-	ds  []pubsub.Delivery
+	ds  []backend.Delivery
 	err error
 	at  time.Time
 }
 
 // claimAsync starts a blocking Claim; its result arrives on the channel.
-func claimAsync(ctx context.Context, b *Backend, p pubsub.ClaimParams) <-chan claimed {
+func claimAsync(ctx context.Context, b *Backend, p backend.ClaimParams) <-chan claimed {
 	done := make(chan claimed, 1)
 	go func() {
 		ds, err := b.Claim(ctx, &p)
@@ -113,7 +113,7 @@ func TestIdleClaimIssuesOneXREADPerBlockAndOneScriptPerProbe(t *testing.T) {
 	e := newEnv(t)
 	b, cmds := e.counted(nil)
 	e.EnsureGroup("t", "g")
-	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 300 * time.Millisecond}
+	p := &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 300 * time.Millisecond}
 	claim := func(what string, want ...string) {
 		t.Helper()
 		cmds.reset()
@@ -149,7 +149,7 @@ func TestIdleClaimIssuesOneXREADPerBlockAndOneScriptPerProbe(t *testing.T) {
 	}
 
 	// A publish wakes the XREAD, and the claim after it takes the message: one round trip.
-	done := claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 20 * time.Second})
+	done := claimAsync(e.Ctx, b, backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 20 * time.Second})
 	e.blockedInXREAD(1)
 	cmds.reset()
 	e.Publish("t", "wake")
@@ -169,13 +169,13 @@ func TestIdleProbeRunsThreeCommandsInRedis(t *testing.T) {
 	b, _ := e.counted(server)
 	admin := server.Client(t)
 	ctx := e.Ctx
-	require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "g"}))
-	_, err := b.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{{Envelope: adaptertest.Envelope("x")}}})
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "t", Group: "g"}))
+	_, err := b.Publish(ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{{Envelope: adaptertest.Envelope("x")}}})
 	require.NoError(t, err)
-	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 10 * time.Millisecond}
+	p := &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 10 * time.Millisecond}
 	ds, err := b.Claim(ctx, p)
 	require.NoError(t, err)
-	_, err = b.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: "c", Items: adaptertest.Held(ds...)})
+	_, err = b.Ack(ctx, &backend.AckParams{Topic: "t", Group: "g", Consumer: "c", Items: adaptertest.Held(ds...)})
 	require.NoError(t, err)
 
 	// The first idle claim learns the group's position and the wake-up stream's.
@@ -224,10 +224,10 @@ func TestANackWakesABlockedClaimForTheRetry(t *testing.T) {
 	held := e.Claim("t", "g", "other", 1)
 
 	const block, delay = 20 * time.Second, 200 * time.Millisecond
-	done := claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	done := claimAsync(e.Ctx, b, backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 	e.blockedInXREAD(1)
 	nacked := time.Now()
-	e.Nack("t", "g", "other", 0, pubsub.NackItem{ID: held[0].ID, Attempt: 1, Delay: delay})
+	e.Nack("t", "g", "other", 0, backend.NackItem{ID: held[0].ID, Attempt: 1, Delay: delay})
 	r := <-done
 	require.NoError(t, r.err)
 	require.Equal(t, adaptertest.IDs(held), adaptertest.IDs(r.ds))
@@ -249,11 +249,11 @@ func TestAReclaimWakesABlockedClaim(t *testing.T) {
 	held := e.ClaimLease("t", "g", "dead", 1, 20*time.Millisecond)
 
 	const block = 20 * time.Second
-	done := claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	done := claimAsync(e.Ctx, b, backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 	e.blockedInXREAD(1)
 	time.Sleep(40 * time.Millisecond)
 	reclaimed := time.Now()
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, withoutExpiry(e.ReclaimLease("t", "g", 0, time.Hour)))
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, withoutExpiry(e.ReclaimLease("t", "g", 0, time.Hour)))
 	r := <-done
 	require.NoError(t, r.err)
 	require.Equal(t, adaptertest.IDs(held), adaptertest.IDs(r.ds))
@@ -270,7 +270,7 @@ func TestReclaimDeletesAWakeUpStreamAMinuteOld(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "x")
 	held := e.Claim("t", "g", "c", 1)
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: held[0].ID, Attempt: 1, Delay: time.Hour})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: held[0].ID, Attempt: 1, Delay: time.Hour})
 	require.Equal(t, int64(1), e.xlen(k.wake), "the nack parked a retry: a wake-up")
 	e.Reclaim("t", "g", 0)
 	require.True(t, e.Exists(k.wake), "a fresh wake-up stays")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -119,7 +120,7 @@ func TestInteropWatermillPublishesRelqConsumes(t *testing.T) {
 		require.True(t, got.Ack())
 	}
 	require.Eventually(t, func() bool {
-		s, err := e.b.Stats(ctx, &pubsub.StatsParams{Topic: e.topic, Group: "relq-workers"})
+		s, err := e.b.Stats(ctx, &backend.StatsParams{Topic: e.topic, Group: "relq-workers"})
 		return err == nil && s.Ready == 0 && s.Pending == 0 && s.Counters.Acked == int64(len(sent))
 	}, 10*time.Second, 10*time.Millisecond)
 }
@@ -213,7 +214,7 @@ func TestInteropMigrationWithoutDraining(t *testing.T) {
 		require.Contains(t, got, m.UUID, "message %d not taken over", i+2)
 	}
 	require.Eventually(t, func() bool {
-		s, err := e.b.Stats(ctx, &pubsub.StatsParams{Topic: e.topic, Group: group})
+		s, err := e.b.Stats(ctx, &backend.StatsParams{Topic: e.topic, Group: group})
 		return err == nil && s.Ready == 0 && s.Pending == 0 && s.Delayed == 0
 	}, 10*time.Second, 10*time.Millisecond)
 }
@@ -229,15 +230,15 @@ func TestInteropOldConsumersLeaveParkedRetriesAloneWhenTold(t *testing.T) {
 			e := newInteropEnv(t)
 			ctx := context.Background()
 			const group = "shared"
-			require.NoError(t, e.b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: e.topic, Group: group}))
-			_, err := e.b.Publish(ctx, &pubsub.PublishParams{Topic: e.topic, Messages: []pubsub.OutMessage{
-				{Envelope: pubsub.Envelope{UUID: "retry-later", Payload: []byte("x")}},
+			require.NoError(t, e.b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: e.topic, Group: group}))
+			_, err := e.b.Publish(ctx, &backend.PublishParams{Topic: e.topic, Messages: []backend.OutMessage{
+				{Envelope: backend.Envelope{UUID: "retry-later", Payload: []byte("x")}},
 			}})
 			require.NoError(t, err)
-			ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: e.topic, Group: group, Consumer: "new-1", Count: 1, Lease: time.Minute})
+			ds, err := e.b.Claim(ctx, &backend.ClaimParams{Topic: e.topic, Group: group, Consumer: "new-1", Count: 1, Lease: time.Minute})
 			require.NoError(t, err)
-			_, err = e.b.Nack(ctx, &pubsub.NackParams{Topic: e.topic, Group: group, Consumer: "new-1",
-				Items: []pubsub.NackItem{{ID: ds[0].ID, Attempt: 1, Delay: time.Hour}}})
+			_, err = e.b.Nack(ctx, &backend.NackParams{Topic: e.topic, Group: group, Consumer: "new-1",
+				Items: []backend.NackItem{{ID: ds[0].ID, Attempt: 1, Delay: time.Hour}}})
 			require.NoError(t, err)
 
 			cfg := redisstream.SubscriberConfig{

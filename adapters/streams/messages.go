@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
@@ -30,17 +31,17 @@ const messagesCountDefault = 100
 //
 // Count is capped at Options.BatchSize. A page may hold fewer than Count messages while Next
 // is set (entries read and left out, such as unread ones an operator deleted).
-// pubsub.ErrGroupNotFound when the group is not registered.
-func (b *Backend) Messages(ctx context.Context, p *pubsub.MessagesParams) (pubsub.MessagePage, error) {
+// backend.ErrGroupNotFound when the group is not registered.
+func (b *Backend) Messages(ctx context.Context, p *backend.MessagesParams) (backend.MessagePage, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
-		return pubsub.MessagePage{}, err
+		return backend.MessagePage{}, err
 	}
-	if _, err := pubsub.ParseState(string(p.State)); err != nil {
-		return pubsub.MessagePage{}, err
+	if _, err := backend.ParseState(string(p.State)); err != nil {
+		return backend.MessagePage{}, err
 	}
 	parts, err := decodeCursor(p.State, p.Cursor)
 	if err != nil {
-		return pubsub.MessagePage{}, err
+		return backend.MessagePage{}, err
 	}
 	count := p.Count
 	if count <= 0 {
@@ -51,9 +52,9 @@ func (b *Backend) Messages(ctx context.Context, p *pubsub.MessagesParams) (pubsu
 	res, err := messagesScript.Run(ctx, b.client, k.inspectKeys(), p.Group, ParkedConsumer, string(p.State), count,
 		backendkit.Millis(pubsub.LeaseDefault), parts[0], parts[1], parts[2], parts[3]).Slice()
 	if err != nil {
-		return pubsub.MessagePage{}, b.adminErr(err, p.Topic, p.Group)
+		return backend.MessagePage{}, b.adminErr(err, p.Topic, p.Group)
 	}
-	page := pubsub.MessagePage{Messages: make([]pubsub.MessageInfo, 0, len(res)-5)}
+	page := backend.MessagePage{Messages: make([]backend.MessageInfo, 0, len(res)-5)}
 	for _, v := range res[5:] {
 		page.Messages = append(page.Messages, messageInfo(p.Topic, p.Group, v))
 	}
@@ -65,11 +66,11 @@ func (b *Backend) Messages(ctx context.Context, p *pubsub.MessagesParams) (pubsu
 
 // Message shows one message of the group, wherever it is (message.lua, read-only):
 // a dead letter, a delivery in the PEL (held, or parked for a retry), or an unread entry
-// after the group's position. pubsub.ErrMessageNotFound when the group does not hold it.
-func (b *Backend) Message(ctx context.Context, p *pubsub.MessageParams) (pubsub.MessageInfo, error) {
+// after the group's position. backend.ErrMessageNotFound when the group does not hold it.
+func (b *Backend) Message(ctx context.Context, p *backend.MessageParams) (backend.MessageInfo, error) {
 	id, k, err := b.messageCall(ctx, p)
 	if err != nil {
-		return pubsub.MessageInfo{}, err
+		return backend.MessageInfo{}, err
 	}
 	res, err := messageScript.Run(ctx, b.client, k.inspectKeys(), p.Group, ParkedConsumer,
 		backendkit.Millis(pubsub.LeaseDefault), id).Slice()
@@ -77,7 +78,7 @@ func (b *Backend) Message(ctx context.Context, p *pubsub.MessageParams) (pubsub.
 		err = nil // the group does not hold it
 	}
 	if err != nil || res == nil {
-		return pubsub.MessageInfo{}, b.messageErr(err, p)
+		return backend.MessageInfo{}, b.messageErr(err, p)
 	}
 	return messageInfo(p.Topic, p.Group, res), nil
 }
@@ -88,9 +89,9 @@ func (b *Backend) Message(ctx context.Context, p *pubsub.MessageParams) (pubsub.
 // stays in the stream, which the other groups read, and is marked deleted for this group in
 // its marks ZSET (O(log N)): the claim that reaches it acks it undelivered, and listings skip
 // it meanwhile, while Stats still counts it as ready until then. With DeleteOnAck an entry
-// no group needs any more leaves the stream. pubsub.ErrMessageNotFound when the group does
+// no group needs any more leaves the stream. backend.ErrMessageNotFound when the group does
 // not hold it.
-func (b *Backend) DeleteMessage(ctx context.Context, p *pubsub.MessageParams) error {
+func (b *Backend) DeleteMessage(ctx context.Context, p *backend.MessageParams) error {
 	id, k, err := b.messageCall(ctx, p)
 	if err != nil {
 		return err
@@ -108,8 +109,8 @@ func (b *Backend) DeleteMessage(ctx context.Context, p *pubsub.MessageParams) er
 // RunMessage makes a delayed message of the group due now (runmessage.lua): a parked retry is
 // rescheduled at now; an unread entry published with a delay is marked due for this group
 // only (the topic's delayed ZSET keeps its due time for the others), which the claim that
-// reads it and Stats honour. pubsub.ErrNotDelayed when the group holds it but it is not delayed.
-func (b *Backend) RunMessage(ctx context.Context, p *pubsub.MessageParams) error {
+// reads it and Stats honour. backend.ErrNotDelayed when the group holds it but it is not delayed.
+func (b *Backend) RunMessage(ctx context.Context, p *backend.MessageParams) error {
 	id, k, err := b.messageCall(ctx, p)
 	if err != nil {
 		return err
@@ -121,14 +122,14 @@ func (b *Backend) RunMessage(ctx context.Context, p *pubsub.MessageParams) error
 	case n == 0:
 		return b.messageErr(nil, p)
 	case n < 0:
-		return fmt.Errorf("streams: message %s of group %q of topic %q: %w", p.ID, p.Group, p.Topic, pubsub.ErrNotDelayed)
+		return fmt.Errorf("streams: message %s of group %q of topic %q: %w", p.ID, p.Group, p.Topic, backend.ErrNotDelayed)
 	}
 	return nil
 }
 
 // messageCall checks a call on one message and returns its ID in Redis's form. An ID that is
 // no entry ID names no message.
-func (b *Backend) messageCall(ctx context.Context, p *pubsub.MessageParams) (string, groupKeys, error) {
+func (b *Backend) messageCall(ctx context.Context, p *backend.MessageParams) (string, groupKeys, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return "", groupKeys{}, err
 	}
@@ -141,36 +142,36 @@ func (b *Backend) messageCall(ctx context.Context, p *pubsub.MessageParams) (str
 
 // messageErr is ErrGroupNotFound for a script's reply on a group that is not registered,
 // ErrMessageNotFound for a nil err, else err.
-func (b *Backend) messageErr(err error, p *pubsub.MessageParams) error {
+func (b *Backend) messageErr(err error, p *backend.MessageParams) error {
 	if err == nil {
-		return fmt.Errorf("streams: message %s of group %q of topic %q: %w", p.ID, p.Group, p.Topic, pubsub.ErrMessageNotFound)
+		return fmt.Errorf("streams: message %s of group %q of topic %q: %w", p.ID, p.Group, p.Topic, backend.ErrMessageNotFound)
 	}
 	return b.adminErr(err, p.Topic, p.Group)
 }
 
 func (b *Backend) adminErr(err error, topic, group string) error {
 	if groupGone(err) {
-		return fmt.Errorf("streams: group %q of topic %q: %w", group, topic, pubsub.ErrGroupNotFound)
+		return fmt.Errorf("streams: group %q of topic %q: %w", group, topic, backend.ErrGroupNotFound)
 	}
 	return backendkit.RedisFull(err)
 }
 
 // messageInfo decodes inspect.lua's msg: {id, state, attempts, due ms (-1), consumer, lease
 // left ms, claimed at ms (-1), reason, dead at ms (-1), fields (nil: gone)}.
-func messageInfo(topic, group string, v any) pubsub.MessageInfo {
+func messageInfo(topic, group string, v any) backend.MessageInfo {
 	f, _ := v.([]any)
 	if len(f) < 10 {
-		return pubsub.MessageInfo{Topic: topic, Group: group, Err: fmt.Errorf("streams: malformed message reply %v", v)}
+		return backend.MessageInfo{Topic: topic, Group: group, Err: fmt.Errorf("streams: malformed message reply %v", v)}
 	}
-	m := pubsub.MessageInfo{Topic: topic, Group: group, Attempts: int(backendkit.Int(f[2]))}
+	m := backend.MessageInfo{Topic: topic, Group: group, Attempts: int(backendkit.Int(f[2]))}
 	m.ID, _ = f[0].(string)
 	state, _ := f[1].(string)
-	m.State = pubsub.MessageState(state)
+	m.State = backend.MessageState(state)
 	if due := backendkit.Int(f[3]); due >= 0 {
 		m.Due = time.UnixMilli(due)
 	}
 	m.Consumer, _ = f[4].(string)
-	if m.State == pubsub.StatePending {
+	if m.State == backend.StatePending {
 		m.LeaseLeft = time.Duration(backendkit.Int(f[5])) * time.Millisecond
 		m.Since = time.UnixMilli(backendkit.Int(f[6]))
 	}

@@ -3,8 +3,8 @@ package streams
 import (
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Format is how entries are laid out in the stream, and how the stream is named.
@@ -12,7 +12,7 @@ type Format string
 
 const (
 	// FormatNative stores one field, "e", holding relq's binary envelope
-	// (pubsub.EncodeEnvelope), in the stream {prefix:topic}:stream.
+	// (backend.EncodeEnvelope), in the stream {prefix:topic}:stream.
 	FormatNative Format = "native"
 	// FormatWatermill is watermill-redisstream's layout, so both libraries can share a stream:
 	// the stream key is the bare topic name and each entry has the fields
@@ -80,21 +80,21 @@ type Options struct {
 	// BacklogLimit bounds a topic's backlog (what is published while the stream has no
 	// group): each such publish keeps the newest that many entries (XTRIM MAXLEN =, exact; a
 	// stream longer than that by more than the batch loses at most BatchSize more per publish).
-	// Defaults to pubsub.BacklogLimitDefault.
+	// Defaults to backend.BacklogLimitDefault.
 	BacklogLimit int
 	// BacklogTTL is how long a backlog outlives the last publish to it while no group
 	// registers: those publishes set it as the expiry of the topic's keys. Defaults to
-	// pubsub.BacklogTTLDefault.
+	// backend.BacklogTTLDefault.
 	BacklogTTL time.Duration
 	// TombstoneTTL is how long a group deleted through the Admin API (DeleteGroup,
 	// DeleteTopic: the CLI, the dashboard) stays marked deleted: its running subscriptions
-	// that find it unregistered within that time stop with pubsub.ErrGroupDeleted, where
+	// that find it unregistered within that time stop with backend.ErrGroupDeleted, where
 	// finding no mark makes them register it again (its state vanished; see
-	// pubsub.TombstoneTTLDefault). Give every process of a deployment the same value.
-	// Defaults to pubsub.TombstoneTTLDefault (24h); negative is invalid.
+	// backend.TombstoneTTLDefault). Give every process of a deployment the same value.
+	// Defaults to backend.TombstoneTTLDefault (24h); negative is invalid.
 	// BacklogFull is what a publish the full backlog cannot hold does:
-	// pubsub.BacklogDropOldest (the default) or pubsub.BacklogRefuse.
-	BacklogFull  pubsub.BacklogPolicy
+	// backend.BacklogDropOldest (the default) or backend.BacklogRefuse.
+	BacklogFull  backend.BacklogPolicy
 	TombstoneTTL time.Duration
 }
 
@@ -113,16 +113,16 @@ func (o Options) WithDefaults() Options {
 		o.BatchSize = BatchSizeDefault
 	}
 	if o.BacklogLimit == 0 {
-		o.BacklogLimit = pubsub.BacklogLimitDefault
+		o.BacklogLimit = backend.BacklogLimitDefault
 	}
 	if o.BacklogTTL == 0 {
-		o.BacklogTTL = pubsub.BacklogTTLDefault
+		o.BacklogTTL = backend.BacklogTTLDefault
 	}
 	if o.TombstoneTTL == 0 {
-		o.TombstoneTTL = pubsub.TombstoneTTLDefault
+		o.TombstoneTTL = backend.TombstoneTTLDefault
 	}
 	if o.BacklogFull == "" {
-		o.BacklogFull = pubsub.BacklogDropOldest
+		o.BacklogFull = backend.BacklogDropOldest
 	}
 	if o.ConsumerIdleTimeout == 0 {
 		o.ConsumerIdleTimeout = ConsumerIdleTimeoutDefault
@@ -139,21 +139,21 @@ func (o Options) validate() error {
 	}
 	switch {
 	case o.Format != FormatNative && o.Format != FormatWatermill:
-		return &pubsub.ConfigError{Field: "Format", Reason: "must be " + string(FormatNative) + " or " + string(FormatWatermill)}
+		return &backend.ConfigError{Field: "Format", Reason: "must be " + string(FormatNative) + " or " + string(FormatWatermill)}
 	case o.Retention != RetainUntilTrimmed && o.Retention != DeleteOnAck:
-		return &pubsub.ConfigError{Field: "Retention", Reason: "must be " + string(RetainUntilTrimmed) + " or " + string(DeleteOnAck)}
+		return &backend.ConfigError{Field: "Retention", Reason: "must be " + string(RetainUntilTrimmed) + " or " + string(DeleteOnAck)}
 	case o.MaxLen < 0:
-		return &pubsub.ConfigError{Field: "MaxLen", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "MaxLen", Reason: "must not be negative"}
 	case o.MaxAge < 0:
-		return &pubsub.ConfigError{Field: "MaxAge", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "MaxAge", Reason: "must not be negative"}
 	case o.MaxLen > 0 && o.MaxAge > 0:
-		return &pubsub.ConfigError{Field: "MaxAge", Reason: "cannot be set together with MaxLen"}
+		return &backend.ConfigError{Field: "MaxAge", Reason: "cannot be set together with MaxLen"}
 	case o.BacklogLimit < 0:
-		return &pubsub.ConfigError{Field: "BacklogLimit", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "BacklogLimit", Reason: "must not be negative"}
 	case o.BacklogTTL < 0:
-		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
 	case o.TombstoneTTL < 0:
-		return &pubsub.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
 	}
 	if err := backendkit.ValidateBacklogPolicy(o.BacklogFull); err != nil {
 		return err

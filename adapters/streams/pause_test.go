@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +23,7 @@ func TestAPausedGroupClaimsNothingAndLeavesNothingPending(t *testing.T) {
 	require.Empty(t, e.Claim("t", "g", "c", 10))
 	// A blocking claim waits its Block and returns nothing, though entries are there.
 	start := time.Now()
-	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 200 * time.Millisecond})
+	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 200 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
@@ -40,26 +40,26 @@ func TestAPausedGroupClaimsNothingAndLeavesNothingPending(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, groups[0].Paused)
 
-	require.ErrorIs(t, e.b.PauseGroup(e.Ctx, "t", "nope"), pubsub.ErrGroupNotFound)
-	require.ErrorIs(t, e.b.ResumeGroup(e.Ctx, "nope", "g"), pubsub.ErrGroupNotFound)
+	require.ErrorIs(t, e.b.PauseGroup(e.Ctx, "t", "nope"), backend.ErrGroupNotFound)
+	require.ErrorIs(t, e.b.ResumeGroup(e.Ctx, "nope", "g"), backend.ErrGroupNotFound)
 }
 
 func TestListGroupsShowsFlags(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "durable")
-	require.NoError(t, e.b.Join(e.Ctx, &pubsub.JoinParams{Topic: "t", Group: "eph", Consumer: "c", TTL: time.Minute}))
+	require.NoError(t, e.b.Join(e.Ctx, &backend.JoinParams{Topic: "t", Group: "eph", Consumer: "c", TTL: time.Minute}))
 	require.NoError(t, e.b.PauseGroup(e.Ctx, "t", "durable"))
 	before := e.redisNow()
 	groups, err := e.b.ListGroups(e.Ctx, "t")
 	require.NoError(t, err)
 	require.Len(t, groups, 2)
-	require.Equal(t, pubsub.GroupInfo{Topic: "t", Name: "durable", Paused: true}, groups[0])
+	require.Equal(t, backend.GroupInfo{Topic: "t", Name: "durable", Paused: true}, groups[0])
 	require.Equal(t, "eph", groups[1].Name)
 	require.True(t, groups[1].Ephemeral)
 	require.WithinDuration(t, before.Add(time.Minute), groups[1].Expires, 5*time.Second)
 
-	require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{"durable", "eph"}}, e.topicInfo("t"))
+	require.Equal(t, backend.TopicInfo{Name: "t", Groups: []string{"durable", "eph"}}, e.topicInfo("t"))
 	groups, err = e.b.ListGroups(e.Ctx, "nothing")
 	require.NoError(t, err)
 	require.Empty(t, groups)
@@ -74,7 +74,7 @@ func TestListTopicsListsGroupsAndBacklogs(t *testing.T) {
 	require.NoError(t, e.b.DeleteGroup(e.Ctx, "empty", "g"))
 	topics, err := e.b.ListTopics(e.Ctx)
 	require.NoError(t, err)
-	require.Equal(t, []pubsub.TopicInfo{
+	require.Equal(t, []backend.TopicInfo{
 		{Name: "backlog", Groups: []string{}, Backlog: 2},
 		{Name: "grouped", Groups: []string{"g"}},
 	}, topics)

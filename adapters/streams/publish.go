@@ -5,26 +5,26 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Publish appends the batch to the topic's stream in one publish.lua call and returns the
 // entry IDs, which are the delivery IDs. Every consumer group of the stream receives every
 // entry. While the stream has no group the entries are the topic's backlog (see
-// pubsub.BacklogLimitDefault), bounded by Options.BacklogLimit and BacklogTTL, which the
+// backend.BacklogLimitDefault), bounded by Options.BacklogLimit and BacklogTTL, which the
 // first group registered takes. A delayed message is appended at once and parked by each
 // group that reads it until it is due.
 //
 // When the script reports an ephemeral group of the topic whose members all expired, or a
 // group delete left unfinished, Publish finishes it after the batch is stored; an error there
 // is not the publish's (the next publish or Reclaim tries again).
-func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.PublishResult, error) {
+func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backend.PublishResult, error) {
 	if err := b.check(ctx, "topic", p.Topic); err != nil {
-		return pubsub.PublishResult{}, err
+		return backend.PublishResult{}, err
 	}
 	if len(p.Messages) == 0 {
-		return pubsub.PublishResult{}, nil
+		return backend.PublishResult{}, nil
 	}
 	lane, token := b.lanes.Take()
 	defer b.lanes.Free(lane)
@@ -34,7 +34,7 @@ func (b *Backend) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.
 // publish is Publish on a given lane (its meta field) and token: a resend of the call by the
 // Redis client after a lost reply finds the lane's record its own and appends nothing twice
 // (publish.lua). Tests resend a call with them.
-func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, lane, token string) (pubsub.PublishResult, error) {
+func (b *Backend) publish(ctx context.Context, p *backend.PublishParams, lane, token string) (backend.PublishResult, error) {
 	names := b.codec.names()
 	trim, trimArg := "", int64(0)
 	switch {
@@ -45,7 +45,7 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, lane, to
 	}
 	args := make([]any, 0, 9+len(names)+len(p.Messages)*(1+len(names)))
 	args = append(args, lane, token, trim, trimArg, b.opts.BacklogLimit, backendkit.Millis(b.opts.BacklogTTL), b.opts.BatchSize,
-		b.opts.BacklogFull == pubsub.BacklogRefuse, len(names))
+		b.opts.BacklogFull == backend.BacklogRefuse, len(names))
 	for _, n := range names {
 		args = append(args, n)
 	}
@@ -57,12 +57,12 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, lane, to
 	res, err := publishScript.Run(ctx, b.client, tk.all(), args...).Slice()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "RELQFULL") {
-			return pubsub.PublishResult{}, &pubsub.BacklogFullError{Topic: p.Topic, Limit: b.opts.BacklogLimit}
+			return backend.PublishResult{}, &backend.BacklogFullError{Topic: p.Topic, Limit: b.opts.BacklogLimit}
 		}
-		return pubsub.PublishResult{}, backendkit.RedisFull(err)
+		return backend.PublishResult{}, backendkit.RedisFull(err)
 	}
 	b.tidy(ctx, p.Topic, toStrings(res[1]))
-	return pubsub.PublishResult{IDs: toStrings(res[0]), BacklogDropped: backendkit.Int(res[2])}, nil
+	return backend.PublishResult{IDs: toStrings(res[0]), BacklogDropped: backendkit.Int(res[2])}, nil
 }
 
 // EnsureGroup registers a durable consumer group on the topic's stream (and the stream),
@@ -70,7 +70,7 @@ func (b *Backend) publish(ctx context.Context, p *pubsub.PublishParams, lane, to
 // whatever p.FromOldest says; another group starts from the oldest retained entry when
 // p.FromOldest (XGROUP CREATE ... 0), else from the next one ($). An existing group is left
 // as it is.
-func (b *Backend) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) error {
+func (b *Backend) EnsureGroup(ctx context.Context, p *backend.EnsureGroupParams) error {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return err
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,7 +27,7 @@ func TestPublishAppendsABatchWithOneTimeToTheBacklogOfATopicWithoutGroups(t *tes
 	for i, en := range entries {
 		require.Equal(t, ids[i], en.ID)
 		require.Len(t, en.Values, 1, "one field: the envelope")
-		env, err := pubsub.DecodeEnvelope([]byte(en.Values[FieldEnvelope].(string)))
+		env, err := backend.DecodeEnvelope([]byte(en.Values[FieldEnvelope].(string)))
 		require.NoError(t, err)
 		require.Equal(t, adaptertest.Envelope([]string{"a", "b", "c"}[i]), env)
 	}
@@ -35,7 +35,7 @@ func TestPublishAppendsABatchWithOneTimeToTheBacklogOfATopicWithoutGroups(t *tes
 	// No group existed, and a publish registers none: the entries are the backlog.
 	require.Empty(t, groupsOf(t, e, "t"))
 	require.Equal(t, []string{"meta", "published", "stream"}, e.Keys("t"), "meta holds the publish lane's record")
-	require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{}, Backlog: 3}, e.topicInfo("t"))
+	require.Equal(t, backend.TopicInfo{Name: "t", Groups: []string{}, Backlog: 3}, e.topicInfo("t"))
 }
 
 func TestNewGroupStartsWithTheNextPublishOrReplaysFromTheOldest(t *testing.T) {
@@ -86,16 +86,16 @@ func TestWatermillFormatUsesTheBareTopicAndItsFields(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, watermillFormat)
 	topic := "orders:" + e.Prefix // topics may hold ':'
-	msgs := []pubsub.OutMessage{
-		{Envelope: pubsub.Envelope{UUID: "u1", Metadata: map[string]string{"a": "1"}, Payload: []byte("p1")}},
-		{Envelope: pubsub.Envelope{UUID: "u2", Payload: []byte("p2")}},
+	msgs := []backend.OutMessage{
+		{Envelope: backend.Envelope{UUID: "u1", Metadata: map[string]string{"a": "1"}, Payload: []byte("p1")}},
+		{Envelope: backend.Envelope{UUID: "u2", Payload: []byte("p2")}},
 	}
-	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	res, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: topic, Messages: msgs})
 	published := res.IDs
 	require.NoError(t, err)
-	e.EnsureGroup(topic, pubsub.DefaultGroup) // the first group: it takes the backlog
+	e.EnsureGroup(topic, backend.DefaultGroup) // the first group: it takes the backlog
 
-	k := e.gk(topic, pubsub.DefaultGroup)
+	k := e.gk(topic, backend.DefaultGroup)
 	require.Equal(t, topic, k.topic.stream)
 	require.Equal(t, "{"+topic+"}:"+e.Prefix+":g:default:retry", k.retry, "relq's keys hash to the stream's slot")
 	entries, err := e.C.XRange(e.Ctx, topic, "-", "+").Result()
@@ -104,7 +104,7 @@ func TestWatermillFormatUsesTheBareTopicAndItsFields(t *testing.T) {
 	require.Equal(t, map[string]any{FieldWatermillUUID: "u1", FieldMetadata: string(encodeMetadata(map[string]string{"a": "1"})), FieldPayload: "p1"}, entries[0].Values)
 	require.Equal(t, map[string]any{FieldWatermillUUID: "u2", FieldMetadata: "", FieldPayload: "p2"}, entries[1].Values)
 
-	ds := e.Claim(topic, pubsub.DefaultGroup, "c", 10)
+	ds := e.Claim(topic, backend.DefaultGroup, "c", 10)
 	require.Equal(t, published, adaptertest.IDs(ds))
 	require.Equal(t, msgs[0].Envelope, ds[0].Envelope)
 	require.Equal(t, msgs[1].Envelope, ds[1].Envelope)

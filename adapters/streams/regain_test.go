@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 )
 
 // Redis forgets a topic with two groups. What is published afterwards reaches both once they
@@ -29,9 +29,9 @@ func TestBothGroupsOfAForgottenTopicGetWhatFollows(t *testing.T) {
 		require.NoError(t, e.C.Del(e.Ctx, all...).Err())
 
 		ids := e.Publish(topic, "a", "b", "c")
-		regain := func(group, after string) pubsub.RegisterAgainResult {
+		regain := func(group, after string) backend.RegisterAgainResult {
 			t.Helper()
-			res, err := e.b.RegisterAgain(e.Ctx, &pubsub.RegisterAgainParams{Topic: topic, Group: group, After: after})
+			res, err := e.b.RegisterAgain(e.Ctx, &backend.RegisterAgainParams{Topic: topic, Group: group, After: after})
 			require.NoError(t, err)
 			require.True(t, res.Registered)
 			return res

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,7 +19,7 @@ import (
 func (e *env) lanes() adaptertest.LaneRig {
 	return adaptertest.LaneRig{
 		Env: e.Env,
-		PublishOn: func(ctx context.Context, p *pubsub.PublishParams, lane int, token string) ([]string, error) {
+		PublishOn: func(ctx context.Context, p *backend.PublishParams, lane int, token string) ([]string, error) {
 			res, err := e.b.publish(ctx, p, e.b.lanes.Field(lane), token)
 			return res.IDs, err
 		},
@@ -56,8 +56,8 @@ func TestPublishesLeaveNoKeyPerCall(t *testing.T) {
 func TestAResendGetsBackIDsThatDoNotFollowEachOther(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	p := func(topic string) *pubsub.PublishParams {
-		return &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{
+	p := func(topic string) *backend.PublishParams {
+		return &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{
 			{Envelope: adaptertest.Envelope("a")}, {Envelope: adaptertest.Envelope("b")}, {Envelope: adaptertest.Envelope("c")},
 		}}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
 )
@@ -76,7 +77,7 @@ func boundedRun(t *testing.T, b *streams.Backend, topic string, total int, befor
 	}
 	published := time.Since(start)
 	require.Eventually(t, func() bool {
-		s, err := b.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: "workers"})
+		s, err := b.Stats(ctx, &backend.StatsParams{Topic: topic, Group: "workers"})
 		return err == nil && s.Counters.Acked == int64(total) && s.Ready == 0 && s.Pending == 0 && s.Delayed == 0
 	}, 5*time.Minute, 50*time.Millisecond)
 	t.Logf("%d messages: published in %v, all acked after %v", total, published, time.Since(start))
@@ -150,7 +151,7 @@ func TestBoundedMemoryMaxLen(t *testing.T) {
 
 func statsAcked(t *testing.T, b *streams.Backend) int64 {
 	t.Helper()
-	s, err := b.Stats(context.Background(), &pubsub.StatsParams{Topic: "bounded", Group: "workers"})
+	s, err := b.Stats(context.Background(), &backend.StatsParams{Topic: "bounded", Group: "workers"})
 	require.NoError(t, err)
 	return s.Counters.Acked
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
@@ -12,9 +13,9 @@ import (
 // Ack runs ack.lua: XACK of every pending item, from any holder. Items not pending, or pending
 // under another consumer or attempt, count as stale. With DeleteOnAck, entries that every
 // group has acknowledged are deleted in the same script.
-func (b *Backend) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
+func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckResult, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
-		return pubsub.AckResult{}, err
+		return backend.AckResult{}, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
 	return backendkit.Ack(ctx, b.client, ackScript, k.ackKeys(), []any{p.Group, p.Consumer, b.deleteOnAck()}, p.Items)
@@ -24,9 +25,9 @@ func (b *Backend) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResul
 // entry in the PEL under the parking consumer, due after its delay; a release does too, due
 // at once and with its attempt taken back; an item marked DeadLetter or at p.MaxDeliveries
 // moves to the group's dead-letter stream, atomically with its XACK.
-func (b *Backend) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackResult, error) {
+func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.NackResult, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
-		return pubsub.NackResult{}, err
+		return backend.NackResult{}, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
 	return backendkit.Nack(ctx, b.client, nackScript, k.nackKeys(),
@@ -36,7 +37,7 @@ func (b *Backend) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackRe
 // Extend runs extend.lua: the held items' PEL idle time is reset (XCLAIM to the holder,
 // JUSTID), and p.Lease becomes the consumer's lease. The IDs the consumer no longer holds are
 // returned.
-func (b *Backend) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string, error) {
+func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
 	}
@@ -68,9 +69,9 @@ func (b *Backend) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string,
 // Reclaim also deletes the topic's ephemeral groups whose members all expired, and finishes
 // group deletes left unfinished (see DeleteGroup). On a group that is not registered it
 // writes nothing and returns zeros.
-func (b *Backend) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.ReclaimResult, error) {
+func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backend.ReclaimResult, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
-		return pubsub.ReclaimResult{}, err
+		return backend.ReclaimResult{}, err
 	}
 	orphanLease := p.OrphanLease
 	if orphanLease <= 0 {
@@ -89,11 +90,11 @@ func (b *Backend) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.
 		p.Group, ParkedConsumer, max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count, p.Topic, idle,
 		reclaimWindow).Slice()
 	if err != nil {
-		return pubsub.ReclaimResult{}, err
+		return backend.ReclaimResult{}, err
 	}
 	b.tidy(ctx, p.Topic, slices.DeleteFunc(toStrings(reply[5:7]), func(g string) bool { return g == "" }))
 	n, _ := backendkit.Ints(reply[:5], nil)
-	res := pubsub.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1])}
+	res := backend.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1])}
 	switch {
 	case n[4] == 1:
 		res.NextExpiry = time.Millisecond

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,9 +18,9 @@ func TestNackParksTheEntryInThePELAndKeepsItsDeliveryID(t *testing.T) {
 	d := e.Claim("t", "g", "c", 1)[0]
 
 	before := e.redisNow()
-	res := e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: 200 * time.Millisecond})
+	res := e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: 200 * time.Millisecond})
 	after := e.redisNow()
-	require.Equal(t, pubsub.NackResult{Requeued: 1}, res)
+	require.Equal(t, backend.NackResult{Requeued: 1}, res)
 	require.Equal(t, map[string]pel{id: {ParkedConsumer, 1}}, e.pel("t", "g"), "parked, the attempt kept")
 	r := e.retry("t", "g")
 	require.Len(t, r, 1)
@@ -35,7 +35,7 @@ func TestNackParksTheEntryInThePELAndKeepsItsDeliveryID(t *testing.T) {
 	require.Equal(t, adaptertest.Envelope("x"), again.Envelope)
 	require.Equal(t, map[string]pel{id: {"c2", 2}}, e.pel("t", "g"))
 	require.Empty(t, e.retry("t", "g"))
-	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Nacked: 1}, e.Stats("t", "g").Counters)
+	require.Equal(t, backend.Counters{Published: 1, Claimed: 2, Nacked: 1}, e.Stats("t", "g").Counters)
 }
 
 func TestReleaseTakesTheAttemptBackAndComesFirst(t *testing.T) {
@@ -45,9 +45,9 @@ func TestReleaseTakesTheAttemptBackAndComesFirst(t *testing.T) {
 	published := e.Publish("t", "1st", "2nd", "3rd")
 	ds := e.Claim("t", "g", "c", 2)
 
-	res := e.Nack("t", "g", "c", 1, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, Release: true},
-		pubsub.NackItem{ID: ds[1].ID, Attempt: 1, Release: true})
-	require.Equal(t, pubsub.NackResult{Requeued: 2}, res, "a release is no attempt, even at MaxDeliveries")
+	res := e.Nack("t", "g", "c", 1, backend.NackItem{ID: ds[0].ID, Attempt: 1, Release: true},
+		backend.NackItem{ID: ds[1].ID, Attempt: 1, Release: true})
+	require.Equal(t, backend.NackResult{Requeued: 2}, res, "a release is no attempt, even at MaxDeliveries")
 	require.Equal(t, map[string]pel{published[0]: {ParkedConsumer, 0}, published[1]: {ParkedConsumer, 0}}, e.pel("t", "g"))
 	require.Equal(t, counts{Ready: 3}, e.counts("t", "g"))
 	require.Zero(t, e.Stats("t", "g").Counters.Nacked)
@@ -69,7 +69,7 @@ func TestExtendResetsTheIdleTimeOfHeldEntriesOnly(t *testing.T) {
 	require.GreaterOrEqual(t, e.idle("t", "g", d.ID), 150*time.Millisecond)
 
 	require.Equal(t, []string{d.ID}, e.Extend("t", "g", "other", d), "another consumer does not hold it")
-	require.Equal(t, []string{d.ID}, e.Extend("t", "g", "c", pubsub.Delivery{ID: d.ID, Attempt: 2}), "nor another attempt")
+	require.Equal(t, []string{d.ID}, e.Extend("t", "g", "c", backend.Delivery{ID: d.ID, Attempt: 2}), "nor another attempt")
 	require.GreaterOrEqual(t, e.idle("t", "g", d.ID), 150*time.Millisecond, "fenced calls reset nothing")
 
 	// Reset: idle no longer than since the Extend began (rounded to Redis's milliseconds);
@@ -90,20 +90,20 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	old := e.ClaimLease("t", "g", "c1", 1, 50*time.Millisecond)[0]
 	require.Eventually(t, func() bool { return e.ReclaimLease("t", "g", 0, time.Hour).Reclaimed == 1 }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, map[string]pel{id: {ParkedConsumer, 1}}, e.pel("t", "g"), "reclaimed without counting an attempt")
-	require.Equal(t, pubsub.ReclaimResult{}, e.ReclaimLease("t", "g", 0, time.Hour), "reclaim is idempotent")
+	require.Equal(t, backend.ReclaimResult{}, e.ReclaimLease("t", "g", 0, time.Hour), "reclaim is idempotent")
 
 	cur := e.Claim("t", "g", "c2", 1)[0]
 	require.Equal(t, 2, cur.Attempt)
-	require.Equal(t, pubsub.NackResult{Stale: 1}, e.Nack("t", "g", "c1", 0, pubsub.NackItem{ID: old.ID, Attempt: old.Attempt}))
-	require.Equal(t, pubsub.NackResult{Stale: 1}, e.Nack("t", "g", "c2", 0, pubsub.NackItem{ID: old.ID, Attempt: old.Attempt}), "the same ID with the old attempt")
+	require.Equal(t, backend.NackResult{Stale: 1}, e.Nack("t", "g", "c1", 0, backend.NackItem{ID: old.ID, Attempt: old.Attempt}))
+	require.Equal(t, backend.NackResult{Stale: 1}, e.Nack("t", "g", "c2", 0, backend.NackItem{ID: old.ID, Attempt: old.Attempt}), "the same ID with the old attempt")
 	require.Equal(t, []string{old.ID}, e.Extend("t", "g", "c1", old))
 	require.Equal(t, map[string]pel{id: {"c2", 2}}, e.pel("t", "g"), "stale calls changed nothing")
 
 	// An ack is accepted from any holder (the work is done), and counted stale.
-	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, e.Ack("t", "g", "c1", old))
+	require.Equal(t, backend.AckResult{Acked: 1, Stale: 1}, e.Ack("t", "g", "c1", old))
 	require.Empty(t, e.pel("t", "g"))
-	require.Equal(t, pubsub.AckResult{Stale: 1}, e.Ack("t", "g", "c2", cur), "acking twice acks nothing")
-	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleAcks: 2, StaleNacks: 2},
+	require.Equal(t, backend.AckResult{Stale: 1}, e.Ack("t", "g", "c2", cur), "acking twice acks nothing")
+	require.Equal(t, backend.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleAcks: 2, StaleNacks: 2},
 		e.Stats("t", "g").Counters)
 }
 
@@ -120,12 +120,12 @@ func TestReclaimMeasuresIdleTimeAgainstEachHoldersLease(t *testing.T) {
 
 	time.Sleep(150 * time.Millisecond)
 	res := e.ReclaimLease("t", "g", 0, time.Hour)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, withoutExpiry(res))
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, withoutExpiry(res))
 	requireExpiryNear(t, time.Hour, res, "long's and foreign's hour-long leases are left")
 	require.Equal(t, map[string]pel{published[0]: {ParkedConsumer, 1}, published[1]: {"long", 1}, published[2]: {"foreign", 1}}, e.pel("t", "g"))
 	require.Equal(t, short.ID, published[0])
 	res = e.ReclaimLease("t", "g", 0, 100*time.Millisecond)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, withoutExpiry(res), "the orphan lease judges the foreign consumer")
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, withoutExpiry(res), "the orphan lease judges the foreign consumer")
 	requireExpiryNear(t, time.Hour, res, "long's lease is left")
 	require.Equal(t, pel{ParkedConsumer, 1}, e.pel("t", "g")[published[2]])
 	require.Equal(t, counts{Ready: 2, Pending: 1}, e.counts("t", "g"))
@@ -138,9 +138,9 @@ func TestReclaimDeadLettersAnExpiredLeaseAtMaxDeliveries(t *testing.T) {
 	id := e.Publish("t", "x")[0]
 	e.ClaimLease("t", "g", "c", 1, 10*time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
-	require.Equal(t, pubsub.ReclaimResult{DeadLettered: 1}, e.ReclaimLease("t", "g", 1, time.Hour))
+	require.Equal(t, backend.ReclaimResult{DeadLettered: 1}, e.ReclaimLease("t", "g", 1, time.Hour))
 	require.Empty(t, e.pel("t", "g"))
-	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, id, dls[0].ID)
@@ -174,18 +174,18 @@ func TestDeleteOnAckDeletesAnEntryOnceEveryGroupIsDoneWithIt(t *testing.T) {
 	published := e.Publish("t", "1", "2")
 
 	da := e.Claim("t", "a", "c", 2)
-	require.Equal(t, pubsub.AckResult{Acked: 2}, e.Ack("t", "a", "c", da...))
+	require.Equal(t, backend.AckResult{Acked: 2}, e.Ack("t", "a", "c", da...))
 	require.Equal(t, int64(2), e.xlen(stream), "group b has not read them")
 
 	db := e.Claim("t", "b", "c", 2)
-	e.Nack("t", "b", "c", 0, pubsub.NackItem{ID: db[1].ID, Attempt: 1, Delay: time.Hour})
+	e.Nack("t", "b", "c", 0, backend.NackItem{ID: db[1].ID, Attempt: 1, Delay: time.Hour})
 	e.Ack("t", "b", "c", db[0])
 	entries, err := e.C.XRange(e.Ctx, stream, "-", "+").Result()
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "the first is done everywhere; the second waits for a retry in b")
 	require.Equal(t, published[1], entries[0].ID)
 
-	e.Ack("t", "b", "c", pubsub.Delivery{ID: db[1].ID, Attempt: 1})
+	e.Ack("t", "b", "c", backend.Delivery{ID: db[1].ID, Attempt: 1})
 	require.Zero(t, e.xlen(stream))
 	require.Empty(t, e.retry("t", "b"))
 }
@@ -196,14 +196,14 @@ func TestAStaleRetryIsDroppedWithoutSpinning(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	published := e.Publish("t", "x", "y")
 	d := e.Claim("t", "g", "c", 1)[0]
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: 1})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: 1})
 	// Another program acks the parked entry behind relq's back (an old consumer in the
 	// same group, say): the retry schedule is stale.
 	require.NoError(t, e.C.XAck(e.Ctx, e.tk("t").stream, "g", d.ID).Err())
 
 	const block = 20 * time.Second
 	start := time.Now()
-	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 5, Lease: time.Minute, Block: block})
+	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 5, Lease: time.Minute, Block: block})
 	require.NoError(t, err)
 	require.Equal(t, published[1:], adaptertest.IDs(ds))
 	require.Less(t, time.Since(start), block/2, "claimed at once, not at the end of Block")

@@ -3,8 +3,8 @@ package streams
 import (
 	"context"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // statsWindow is how many unread entries, and how many delayed entries not due yet, stats.lua
@@ -26,14 +26,14 @@ const statsCountCap = 1000
 // plus what it could replay then). With more than statsWindow entries unread and more than
 // statsWindow delayed ones not due, the split of the unread between Ready and Delayed is an
 // estimate, and OldestReadyAge may be an upper bound (stats.lua says when each is exact).
-func (b *Backend) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stats, error) {
+func (b *Backend) Stats(ctx context.Context, p *backend.StatsParams) (backend.Stats, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
-		return pubsub.Stats{}, err
+		return backend.Stats{}, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
 	res, err := statsScript.Run(ctx, b.client, k.statsKeys(), p.Group, ParkedConsumer, statsWindow, statsCountCap).Slice()
 	if err != nil {
-		return pubsub.Stats{}, err
+		return backend.Stats{}, err
 	}
 	s := backendkit.DecodeStats(p.Topic, p.Group, res)
 	// Published is the topic's publish count less the group's published_base: the count when

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,12 +17,12 @@ func TestStatsTellTheStateOfAGroup(t *testing.T) {
 	e.PublishDelayed("t", time.Hour, "later")
 	ds := e.Claim("t", "g", "c", 3)
 	e.Ack("t", "g", "c", ds[0])
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: ds[1].ID, Attempt: 1, Delay: time.Hour})
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: ds[2].ID, Attempt: 1, DeadLetter: true})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: ds[1].ID, Attempt: 1, Delay: time.Hour})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: ds[2].ID, Attempt: 1, DeadLetter: true})
 
 	s := e.Stats("t", "g")
 	require.Equal(t, counts{Ready: 2, Delayed: 2, Dead: 1}, counts{s.Ready, s.Delayed, s.Pending, s.Dead})
-	require.Equal(t, pubsub.Counters{Published: 6, Claimed: 3, Acked: 1, Nacked: 2, DeadLettered: 1}, s.Counters)
+	require.Equal(t, backend.Counters{Published: 6, Claimed: 3, Acked: 1, Nacked: 2, DeadLettered: 1}, s.Counters)
 	require.Zero(t, s.OldestPendingAge)
 	require.Less(t, s.OldestReadyAge, time.Minute)
 
@@ -57,9 +57,9 @@ func TestStatsCountUnreadEntriesWhenRedisHasNoLag(t *testing.T) {
 
 // claimAll claims until a call returns nothing or n deliveries are in, reading past parked
 // delayed entries (a claim stops at Options.BatchSize entries read).
-func (e *env) claimAll(topic, group, consumer string, n int) []pubsub.Delivery {
+func (e *env) claimAll(topic, group, consumer string, n int) []backend.Delivery {
 	e.T.Helper()
-	var out []pubsub.Delivery
+	var out []backend.Delivery
 	for range 100 {
 		ds := e.Claim(topic, group, consumer, n-len(out))
 		out = append(out, ds...)
@@ -124,7 +124,7 @@ func TestStatsEstimateKeepsTheTotalExact(t *testing.T) {
 	e.Publish("t", "a", "b")
 	ds := e.claimAll("t", "g", "c", 2)
 	require.Len(t, ds, 2)
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, Delay: time.Hour})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: ds[0].ID, Attempt: 1, Delay: time.Hour})
 	e.PublishDelayed("t", time.Hour, payloads("more", 250)...)
 	e.Publish("t", "c")
 
@@ -194,7 +194,7 @@ func TestStatsCountADelayedEntryMadeDueAsReady(t *testing.T) {
 	e.Publish("t", payloads("m", statsWindow+50)...) // the unread window ends before the next
 	late := e.PublishDelayed("t", time.Hour, "c", "d")
 	for _, id := range []string{early[0], late[0]} {
-		require.NoError(t, e.b.RunMessage(e.Ctx, &pubsub.MessageParams{Topic: "t", Group: "g", ID: id}))
+		require.NoError(t, e.b.RunMessage(e.Ctx, &backend.MessageParams{Topic: "t", Group: "g", ID: id}))
 	}
 	require.Equal(t, counts{Ready: statsWindow + 52, Delayed: 2}, e.counts("t", "g"))
 	require.Equal(t, counts{Ready: statsWindow + 50, Delayed: 4}, e.counts("t", "other"), "another group's copies stay delayed")

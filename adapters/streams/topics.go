@@ -3,11 +3,11 @@ package streams
 import (
 	"context"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
-var _ pubsub.TopicLister = (*Backend)(nil)
+var _ backend.TopicLister = (*Backend)(nil)
 
 // Topics returns the sorted names of the topics under Options.Prefix that have a group or a
 // backlog, found by SCAN (on every primary of a Cluster). It reads the whole keyspace, so it

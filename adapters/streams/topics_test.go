@@ -9,14 +9,14 @@ import (
 
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
-func publishTo(t *testing.T, b pubsub.Backend, topic string) {
+func publishTo(t *testing.T, b backend.Backend, topic string) {
 	t.Helper()
-	_, err := b.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{
-		{Envelope: pubsub.Envelope{UUID: "u", Payload: []byte("p")}}}})
+	_, err := b.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{
+		{Envelope: backend.Envelope{UUID: "u", Payload: []byte("p")}}}})
 	require.NoError(t, err)
 }
 
@@ -35,11 +35,11 @@ func TestTopicsListsStreamsWithAGroupOrABacklog(t *testing.T) {
 	require.Empty(t, topics)
 
 	publishTo(t, b, "orders")
-	require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "audit:eu", Group: "g"}))
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "audit:eu", Group: "g"}))
 	publishTo(t, lb, "list-topic")
 	// A stream without groups and without entries (its last group destroyed by hand) is no
 	// topic; one with entries (written by hand) holds a backlog.
-	require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "gone", Group: "g"}))
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "gone", Group: "g"}))
 	require.NoError(t, c.XGroupDestroy(ctx, "{"+prefix+":gone}:stream", "g").Err())
 	require.NoError(t, c.XAdd(ctx, &redis.XAddArgs{Stream: "{" + prefix + ":bare}:stream", Values: []string{"e", "x"}}).Err())
 
@@ -72,8 +72,8 @@ func TestTopicsInWatermillFormat(t *testing.T) {
 	// Stream names are global in this format: make them unique to the test.
 	t1, t2, t3 := prefix+"-orders", prefix+"-audit:eu", prefix+"-other"
 	publishTo(t, b, t1)
-	require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: t1, Group: "billing"}))
-	require.NoError(t, b.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: t2, Group: "g"}))
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: t1, Group: "billing"}))
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: t2, Group: "g"}))
 	publishTo(t, other, t3)
 
 	topics, err := b.Topics(ctx)

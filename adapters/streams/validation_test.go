@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,10 +29,10 @@ func TestOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, Format: FormatNative, Retention: RetainUntilTrimmed,
 		BatchSize: BatchSizeDefault, ConsumerIdleTimeout: ConsumerIdleTimeoutDefault,
-		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault,
-		TombstoneTTL: pubsub.TombstoneTTLDefault, BacklogFull: pubsub.BacklogDropOldest}, b.opts)
+		BacklogLimit: backend.BacklogLimitDefault, BacklogTTL: backend.BacklogTTLDefault,
+		TombstoneTTL: backend.TombstoneTTLDefault, BacklogFull: backend.BacklogDropOldest}, b.opts)
 	require.Equal(t, "streams", b.Name())
-	require.Equal(t, pubsub.Capabilities{FIFO: true, NewGroupReplay: true, OnTimeDelay: true, DueOrder: true}, b.Capabilities())
+	require.Equal(t, backend.Capabilities{FIFO: true, NewGroupReplay: true, OnTimeDelay: true, DueOrder: true}, b.Capabilities())
 	b, err = New(c, Options{ConsumerIdleTimeout: -5})
 	require.NoError(t, err)
 	require.Equal(t, time.Duration(-1), b.opts.ConsumerIdleTimeout)
@@ -47,10 +47,10 @@ func TestOptions(t *testing.T) {
 		"BacklogTTL":   {BacklogTTL: -time.Second},
 	} {
 		_, err = New(c, o)
-		var ce *pubsub.ConfigError
+		var ce *backend.ConfigError
 		require.ErrorAs(t, err, &ce, field)
 		require.Equal(t, field, ce.Field)
 	}
 	_, err = New(nil, Options{})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 }

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/internal/keys"
-	"github.com/relq/relq/pubsub"
 )
 
 //go:embed lua/*.lua
@@ -25,7 +25,7 @@ const wakeTTL = 10 * time.Second
 // that its timeout plus this still ends before the client's read deadline.
 const blockOvershoot = 150 * time.Millisecond
 
-// Backend is the zset backend of pubsub.Backend. It is safe for concurrent use. Everything
+// Backend is the zset backend of backend.Backend. It is safe for concurrent use. Everything
 // but the claim is internal/engine's, over this backend's ready store (lua/store.lua).
 type Backend struct {
 	*engine.Engine
@@ -38,14 +38,14 @@ type Backend struct {
 }
 
 var (
-	_ pubsub.Backend       = (*Backend)(nil)
-	_ pubsub.TopicLister   = (*Backend)(nil)
-	_ pubsub.ReplicaWaiter = (*Backend)(nil)
-	_ pubsub.Ephemeral     = (*Backend)(nil)
-	_ pubsub.Admin         = (*Backend)(nil)
+	_ backend.Backend       = (*Backend)(nil)
+	_ backend.TopicLister   = (*Backend)(nil)
+	_ backend.ReplicaWaiter = (*Backend)(nil)
+	_ backend.Ephemeral     = (*Backend)(nil)
+	_ backend.Admin         = (*Backend)(nil)
 )
 
-var _ pubsub.EvictionReader = (*Backend)(nil)
+var _ backend.EvictionReader = (*Backend)(nil)
 
 // New returns a zset Backend on client. The Redis version (>= 6.2) is checked on first use,
 // so New needs no round trip and works while Redis is still starting.
@@ -83,8 +83,8 @@ func (b *Backend) Name() string { return "zset" }
 // Capabilities: FIFO with one consumer, priorities among due messages, delays in the ready
 // store itself, woken on time and delivered in due order; no replay for new groups, and no
 // orphans (claim.lua takes and leases in one script).
-func (b *Backend) Capabilities() pubsub.Capabilities {
-	return pubsub.Capabilities{FIFO: true, Priorities: true, NativeDelay: true, OnTimeDelay: true, DueOrder: true}
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{FIFO: true, Priorities: true, NativeDelay: true, OnTimeDelay: true, DueOrder: true}
 }
 
 // ownWake is consumer's own wake-up list, which its blocking claim watches besides the group's

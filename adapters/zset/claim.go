@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 )
 
 // wakeTimeout bounds the push of a consumer's own wake-up token (wake.lua).
@@ -27,9 +27,9 @@ const wakeTimeout = time.Second
 //
 // The sleep never decides what is due: claim.lua does, on the Redis clock, and tells how many
 // ms away the earliest scheduled message is. The local clock only measures that span and Block.
-func (b *Backend) Claim(ctx context.Context, p *pubsub.ClaimParams) ([]pubsub.Delivery, error) {
+func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
 	k := b.Keys(p.Topic, p.Group)
-	return b.Engine.Claim(ctx, p, b.maxBlock, func(ctx context.Context, p *pubsub.ClaimParams, _ int, wait, dueIn time.Duration) ([]pubsub.Delivery, bool, error) {
+	return b.Engine.Claim(ctx, p, b.maxBlock, func(ctx context.Context, p *backend.ClaimParams, _ int, wait, dueIn time.Duration) ([]backend.Delivery, bool, error) {
 		woken, err := b.sleep(ctx, k, p.Consumer, wait, dueIn)
 		return nil, woken, err
 	})

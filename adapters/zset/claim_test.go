@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -100,13 +100,13 @@ func (e *env) counted(opts Options) (*Backend, *commands) {
 func (e *env) blocked(n int) { e.T.Helper(); e.WaitBlocked(e.Prefix, "blpop", n) }
 
 type claimed struct {
-	ds  []pubsub.Delivery
+	ds  []backend.Delivery
 	err error
 	at  time.Time
 }
 
 // claimAsync starts a blocking Claim; its result arrives on the channel.
-func claimAsync(ctx context.Context, b *Backend, p pubsub.ClaimParams) <-chan claimed {
+func claimAsync(ctx context.Context, b *Backend, p backend.ClaimParams) <-chan claimed {
 	done := make(chan claimed, 1)
 	go func() {
 		ds, err := b.Claim(ctx, &p)
@@ -122,7 +122,7 @@ func TestBlockedClaimIsWokenByAPublish(t *testing.T) {
 	e.EnsureGroup("t", "g")
 
 	const block = 20 * time.Second
-	done := claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	done := claimAsync(e.Ctx, b, backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 	e.blocked(1)
 
 	published := time.Now()
@@ -149,7 +149,7 @@ func TestBlockedClaimWakesWhenTheMessageItWaitsForIsDue(t *testing.T) {
 	e.EnsureGroup("t", "g")
 
 	const block, delay = 20 * time.Second, 300 * time.Millisecond
-	done := claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
+	done := claimAsync(e.Ctx, b, backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: block})
 	e.blocked(1)
 
 	start := time.Now()
@@ -181,7 +181,7 @@ func TestIdleClaimIssuesOneBLPOPPerBlockAndOneScriptPerProbe(t *testing.T) {
 	e := newEnv(t)
 	b, cmds := e.counted(Options{})
 	e.EnsureGroup("t", "g")
-	p := &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 300 * time.Millisecond}
+	p := &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 300 * time.Millisecond}
 	claim := func(what string, want ...string) [][]any {
 		t.Helper()
 		cmds.reset()
@@ -264,7 +264,7 @@ func TestOneWakeUpDrainsABurstAcrossConsumers(t *testing.T) {
 	const block, consumers = 20 * time.Second, 3
 	var dones []<-chan claimed
 	for i := range consumers {
-		dones = append(dones, claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g",
+		dones = append(dones, claimAsync(e.Ctx, b, backend.ClaimParams{Topic: "t", Group: "g",
 			Consumer: fmt.Sprintf("c%d", i), Count: 2, Lease: time.Minute, Block: block}))
 	}
 	e.blocked(consumers)
@@ -286,7 +286,7 @@ func TestClaimReturnsNothingWhenBlockEnds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
-	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
+	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 20 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
 	require.Equal(t, []string{"meta", "zregistry"}, e.Keys("t"), "nothing but the group's registration")
@@ -298,7 +298,7 @@ func TestClaimReturnsWhenTheContextIsCancelled(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	ctx, cancel := context.WithTimeout(e.Ctx, 50*time.Millisecond)
 	defer cancel()
-	ds, err := e.b.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
+	ds, err := e.b.Claim(ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: time.Hour})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Empty(t, ds)
 }
@@ -310,10 +310,10 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 	b, err := New(c, Options{Prefix: redistest.Prefix(t)})
 	require.NoError(t, err)
 	require.Equal(t, 50*time.Millisecond, b.maxBlock, "Redis may end a block a server tick late")
-	require.NoError(t, b.EnsureGroup(context.Background(), &pubsub.EnsureGroupParams{Topic: "t", Group: "g"}))
+	require.NoError(t, b.EnsureGroup(context.Background(), &backend.EnsureGroupParams{Topic: "t", Group: "g"}))
 
 	// A claim blocking longer than the read timeout loops in bounded BLPOPs, without errors.
-	ds, err := b.Claim(context.Background(), &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 500 * time.Millisecond})
+	ds, err := b.Claim(context.Background(), &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1, Lease: time.Minute, Block: 500 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
 
@@ -332,16 +332,16 @@ func TestBlockIsBoundedBelowTheClientReadTimeout(t *testing.T) {
 func TestClaimIsBoundedByBatchSize(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
-	e.EnsureGroup("t", pubsub.DefaultGroup)
+	e.EnsureGroup("t", backend.DefaultGroup)
 	e.Publish("t", "a", "b", "c")
-	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(e.Claim("t", pubsub.DefaultGroup, "c", 100)))
+	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(e.Claim("t", backend.DefaultGroup, "c", 100)))
 }
 
 func TestClaimRejectsANonPositiveLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	_, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 1})
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 }
 
 func TestSecondsHasMillisecondPrecisionAndIsNeverZero(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -51,9 +51,9 @@ func TestDueCheckUsesTheRedisClock(t *testing.T) {
 			}
 
 			const block = 10 * time.Second
-			claim := func(block time.Duration) ([]pubsub.Delivery, time.Duration) {
+			claim := func(block time.Duration) ([]backend.Delivery, time.Duration) {
 				start := time.Now()
-				ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Hour, Block: block})
+				ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10, Lease: time.Hour, Block: block})
 				require.NoError(t, err)
 				return ds, time.Since(start)
 			}
@@ -78,6 +78,6 @@ func TestDueCheckUsesTheRedisClock(t *testing.T) {
 // seed stores a message as publish.lua would, with priority 0 and a given due time (score).
 func (e *env) seed(k groupKeys, id string, score float64, payload string) {
 	e.T.Helper()
-	require.NoError(e.T, e.C.HSet(e.Ctx, k.bodies, id, pubsub.EncodeEnvelope(adaptertest.Envelope(payload))).Err())
+	require.NoError(e.T, e.C.HSet(e.Ctx, k.bodies, id, backend.EncodeEnvelope(adaptertest.Envelope(payload))).Err())
 	require.NoError(e.T, e.C.ZAdd(e.Ctx, k.ready, zmember(score, mem(id))).Err())
 }

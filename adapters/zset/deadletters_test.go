@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +16,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.EnsureGroup("t", "other")
-	idsRes, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	idsRes, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{
 		{Envelope: adaptertest.Envelope("a")}, {Envelope: adaptertest.Envelope("b")}, {Envelope: adaptertest.Envelope("c"), Priority: 4},
 	}})
 	ids := idsRes.IDs
@@ -24,19 +24,19 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.Len(t, ids, 3)
 	before := time.Now()
 
-	var items []pubsub.NackItem
+	var items []backend.NackItem
 	for _, d := range e.Claim("t", "g", "c", 3) {
-		items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "boom " + d.ID})
+		items = append(items, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Reason: "boom " + d.ID})
 	}
 	require.Equal(t, ids[2], items[0].ID, "due together: priority 4 first")
 	items[0].Reason = ""
-	require.Equal(t, pubsub.NackResult{DeadLettered: 3}, e.Nack("t", "g", "c", 1, items...))
+	require.Equal(t, backend.NackResult{DeadLettered: 3}, e.Nack("t", "g", "c", 1, items...))
 	require.False(t, e.Exists(k.pending))
 	require.False(t, e.Exists(k.pendingAt))
 	require.False(t, e.Exists(k.holders))
 	require.Equal(t, int64(3), e.Stats("t", "g").Dead)
 
-	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 3)
 	require.Equal(t, ids, []string{dls[0].ID, dls[1].ID, dls[2].ID})
@@ -51,13 +51,13 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.Regexp(t, `^1\|\d+:4\|nacked after 1 attempts$`, e.Hash(k.deadInfo)[ids[2]],
 		"attempts, the due time and priority it had (for a requeue), reason")
 
-	page, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g", Offset: 1, Count: 1})
+	page, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g", Offset: 1, Count: 1})
 	require.NoError(t, err)
 	require.Len(t, page, 1)
 	require.Equal(t, ids[1], page[0].ID)
 
 	requeuedAt := e.redisNow()
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: []string{ids[1], "404"}})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", IDs: []string{ids[1], "404"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	q := e.queue(k)
@@ -65,9 +65,9 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.GreaterOrEqual(t, float64(q[0].due), requeuedAt, "due now")
 	d := e.Claim("t", "g", "c", 1)
 	require.Equal(t, 1, d[0].Attempt, "attempts reset")
-	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
+	require.Equal(t, backend.AckResult{Acked: 1}, e.Ack("t", "g", "c", d...))
 
-	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
+	n, err = e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	q = e.queue(k)
@@ -76,24 +76,24 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 	require.False(t, e.Exists(k.dead))
 	require.False(t, e.Exists(k.deadInfo))
 
-	var again []pubsub.NackItem
+	var again []backend.NackItem
 	for _, d := range e.Claim("t", "g", "c", 2) {
-		again = append(again, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "again"})
+		again = append(again, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "again"})
 	}
-	require.Equal(t, pubsub.NackResult{DeadLettered: 2}, e.Nack("t", "g", "c", 0, again...))
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
+	require.Equal(t, backend.NackResult{DeadLettered: 2}, e.Nack("t", "g", "c", 0, again...))
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:queue", "meta", "refs", "zregistry"}, e.Keys("t"))
 	require.Equal(t, map[string]string{ids[0]: "1", ids[1]: "1", ids[2]: "1"}, e.Hash(k.refs), "other still holds all three")
 
 	// Purging the last holder deletes the bodies.
-	var last []pubsub.NackItem
+	var last []backend.NackItem
 	for _, d := range e.Claim("t", "other", "c", 3) {
-		last = append(last, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
+		last = append(last, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
 	require.Equal(t, 3, e.Nack("t", "other", "c", 0, last...).DeadLettered)
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "other"})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "other"})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.Equal(t, []string{"g:g:counters", "g:g:wake", "g:other:counters", "meta", "zregistry"}, e.Keys("t"))
@@ -104,18 +104,18 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.BatchSize = 2 })
 	e.EnsureGroup("t", "g")
 	ids := e.Publish("t", "a", "b", "c", "d", "e")
-	var items []pubsub.NackItem
+	var items []backend.NackItem
 	for len(items) < 5 {
 		for _, d := range e.Claim("t", "g", "c", 5) {
-			items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
+			items = append(items, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 		}
 	}
 	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
 
-	n, err := e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", IDs: ids[:3]})
+	n, err := e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", IDs: ids[:3]})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	n, err = e.b.RequeueDeadLetters(e.Ctx, &pubsub.RequeueParams{Topic: "t", Group: "g", All: true})
+	n, err = e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Len(t, e.queue(e.gk("t", "g")), 5)
@@ -123,11 +123,11 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 	items = items[:0]
 	for len(items) < 5 {
 		for _, d := range e.Claim("t", "g", "c", 5) {
-			items = append(items, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
+			items = append(items, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 		}
 	}
 	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &pubsub.PurgeParams{Topic: "t", Group: "g"})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
 	require.Equal(t, []string{"g:g:counters", "g:g:wake", "meta", "zregistry"}, e.Keys("t"))
@@ -147,16 +147,16 @@ func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	require.Equal(t, []string{adaptertest.IDAfter(t, fine[0], -1), fine[0]}, adaptertest.IDs(ds),
 		"the corrupt entry took the topic's first ID")
 	require.Equal(t, 1, ds[0].Attempt)
-	require.ErrorIs(t, ds[0].Err, pubsub.ErrCorruptEntry)
+	require.ErrorIs(t, ds[0].Err, backend.ErrCorruptEntry)
 	require.NoError(t, ds[1].Err)
 
-	res := e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
+	res := e.Nack("t", "g", "c", 0, backend.NackItem{ID: ds[0].ID, Attempt: 1, DeadLetter: true, Reason: ds[0].Err.Error()})
 	require.Equal(t, 1, res.DeadLettered)
-	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, raw, dls[0].Raw)
-	require.Equal(t, pubsub.Envelope{}, dls[0].Envelope)
+	require.Equal(t, backend.Envelope{}, dls[0].Envelope)
 	require.Equal(t, ds[0].Err.Error(), dls[0].Reason)
 }
 
@@ -179,7 +179,7 @@ func TestReadyMembersWithoutBodyAreClaimedAsMissingAndForeignOnesDropped(t *test
 
 	ds := e.Claim("t", "g", "c", 5)
 	require.Len(t, ds, 2)
-	byID := map[string]pubsub.Delivery{}
+	byID := map[string]backend.Delivery{}
 	for _, d := range ds {
 		byID[d.ID] = d
 	}

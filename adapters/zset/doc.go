@@ -124,6 +124,6 @@
 // script writes nothing and returns the registry for a retry. Claim takes and leases in
 // one script, so nothing is ever pending without a lease (Capabilities.PendingOrphans is
 // false). A new group sees only messages published after it registered
-// (Capabilities.NewGroupReplay is false). The Backend is a pubsub.ReplicaWaiter, for
+// (Capabilities.NewGroupReplay is false). The Backend is a backend.ReplicaWaiter, for
 // PublisherConfig.WaitReplicas (internal/replicas, shared with the list backend).
 package zset

@@ -4,16 +4,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
 // listAll reads every page of state, count at a time.
-func (e *env) listAll(topic, group string, state pubsub.MessageState, count int) []pubsub.MessageInfo {
+func (e *env) listAll(topic, group string, state backend.MessageState, count int) []backend.MessageInfo {
 	e.T.Helper()
-	var out []pubsub.MessageInfo
-	p := &pubsub.MessagesParams{Topic: topic, Group: group, State: state, Count: count}
+	var out []backend.MessageInfo
+	p := &backend.MessagesParams{Topic: topic, Group: group, State: state, Count: count}
 	for range 100 {
 		page, err := e.b.Messages(e.Ctx, p)
 		require.NoError(e.T, err)
@@ -27,7 +27,7 @@ func (e *env) listAll(topic, group string, state pubsub.MessageState, count int)
 	return nil
 }
 
-func infoIDs(ms []pubsub.MessageInfo) []string {
+func infoIDs(ms []backend.MessageInfo) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.ID
@@ -46,7 +46,7 @@ func TestReadyListsInClaimOrder(t *testing.T) {
 	e.PublishWith("t", 0, -3, "d")
 	e.PublishWith("t", 0, 5, "e")
 
-	ms := e.listAll("t", "g", pubsub.StateReady, 2)
+	ms := e.listAll("t", "g", backend.StateReady, 2)
 	var prios []int
 	for _, m := range ms {
 		prios = append(prios, m.Priority)
@@ -67,16 +67,16 @@ func TestADueDelayedMessageIsReady(t *testing.T) {
 	now := e.Publish("t", "n")
 	require.NoError(t, e.C.ZAddXX(e.Ctx, k.ready, zmember(2000, mem(later[1])), zmember(1000, mem(later[0]))).Err())
 
-	require.Equal(t, []string{now[0], later[0], later[1]}, infoIDs(e.listAll("t", "g", pubsub.StateReady, 1)))
-	require.Equal(t, []string{later[2]}, infoIDs(e.listAll("t", "g", pubsub.StateDelayed, 1)))
+	require.Equal(t, []string{now[0], later[0], later[1]}, infoIDs(e.listAll("t", "g", backend.StateReady, 1)))
+	require.Equal(t, []string{later[2]}, infoIDs(e.listAll("t", "g", backend.StateDelayed, 1)))
 	require.EqualValues(t, 3, e.Stats("t", "g").Ready)
 
-	p := &pubsub.MessageParams{Topic: "t", Group: "g", ID: later[0]}
+	p := &backend.MessageParams{Topic: "t", Group: "g", ID: later[0]}
 	m, err := e.b.Message(e.Ctx, p)
 	require.NoError(t, err)
-	require.Equal(t, pubsub.StateReady, m.State)
+	require.Equal(t, backend.StateReady, m.State)
 	require.True(t, m.Due.IsZero())
-	require.ErrorIs(t, e.b.RunMessage(e.Ctx, p), pubsub.ErrNotDelayed)
+	require.ErrorIs(t, e.b.RunMessage(e.Ctx, p), backend.ErrNotDelayed)
 
 	require.NoError(t, e.b.DeleteMessage(e.Ctx, p))
 	require.NotContains(t, e.Hash(k.bodies), later[0], "freed at once")
@@ -97,10 +97,10 @@ func TestADelayedMessageOfAnyPriorityIsFound(t *testing.T) {
 		id   string
 		prio int
 	}{{probed[0], 3}, {scanned[0], -7}} {
-		p := &pubsub.MessageParams{Topic: "t", Group: "g", ID: c.id}
+		p := &backend.MessageParams{Topic: "t", Group: "g", ID: c.id}
 		m, err := e.b.Message(e.Ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, pubsub.StateDelayed, m.State)
+		require.Equal(t, backend.StateDelayed, m.State)
 		require.Equal(t, c.prio, m.Priority)
 		require.NoError(t, e.b.RunMessage(e.Ctx, p))
 	}
@@ -109,12 +109,12 @@ func TestADelayedMessageOfAnyPriorityIsFound(t *testing.T) {
 	require.Equal(t, scanned[0], ds[2].ID, "lowest priority last")
 
 	// Pending and dead messages keep their priority too.
-	m, err := e.b.Message(e.Ctx, &pubsub.MessageParams{Topic: "t", Group: "g", ID: scanned[0]})
+	m, err := e.b.Message(e.Ctx, &backend.MessageParams{Topic: "t", Group: "g", ID: scanned[0]})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.StatePending, m.State)
+	require.Equal(t, backend.StatePending, m.State)
 	require.Equal(t, -7, m.Priority)
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: ds[2].ID, Attempt: ds[2].Attempt, DeadLetter: true})
-	dead := e.listAll("t", "g", pubsub.StateDead, 10)
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: ds[2].ID, Attempt: ds[2].Attempt, DeadLetter: true})
+	dead := e.listAll("t", "g", backend.StateDead, 10)
 	require.Len(t, dead, 1)
 	require.Equal(t, -7, dead[0].Priority)
 }

@@ -13,6 +13,6 @@ const (
 // Options configure a zset Backend: Prefix (every key starts with the hash tag
 // {prefix:topic}; PrefixDefault), BatchSize (the most ids one script call handles;
 // BatchSizeDefault), and BacklogLimit and BacklogTTL (the bounds of a topic's backlog, kept
-// while it has no group: pubsub.BacklogLimitDefault, pubsub.BacklogTTLDefault). The list
+// while it has no group: backend.BacklogLimitDefault, backend.BacklogTTLDefault). The list
 // backend takes the same options.
 type Options = engine.Options

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,11 +46,11 @@ func TestPriorityOrdersMessagesDueTogether(t *testing.T) {
 	}{
 		{"a", 0}, {"b", 5}, {"c", 0}, {"d", -3}, {"e", 5}, {"max", math.MaxInt}, {"min", math.MinInt}, {"f", -3},
 	}
-	msgs := make([]pubsub.OutMessage, len(batch))
+	msgs := make([]backend.OutMessage, len(batch))
 	for i, m := range batch {
-		msgs[i] = pubsub.OutMessage{Envelope: adaptertest.Envelope(m.payload), Priority: m.priority}
+		msgs[i] = backend.OutMessage{Envelope: adaptertest.Envelope(m.payload), Priority: m.priority}
 	}
-	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: msgs})
+	res, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: msgs})
 	got := res.IDs
 	require.NoError(t, err)
 	require.Equal(t, adaptertest.IDsFrom(t, got[0], 8), got)
@@ -72,7 +72,7 @@ func TestPriorityOrdersMessagesDueTogether(t *testing.T) {
 	ds = append(ds, e.Claim("t", "g", "c", 10)...)
 	require.Equal(t, []string{"max", "b", "e", "a", "c", "d", "f", "min"}, adaptertest.Payloads(ds))
 	require.Equal(t, PriorityMin, e.records(k)[id(7)].priority)
-	require.Equal(t, pubsub.AckResult{Acked: 8}, e.Ack("t", "g", "c", ds...))
+	require.Equal(t, backend.AckResult{Acked: 8}, e.Ack("t", "g", "c", ds...))
 	require.Equal(t, []string{"g:g:counters", "meta", "zregistry"}, e.Keys("t"),
 		"a priority is stored nowhere but with its message")
 }
@@ -85,7 +85,7 @@ func TestADueHigherPriorityGoesBeforeLowerOnesDueEarlier(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	res, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{
 		{Envelope: adaptertest.Envelope("urgent, due later"), Delay: 20 * time.Millisecond, Priority: 9},
 		{Envelope: adaptertest.Envelope("normal, due first")},
 		{Envelope: adaptertest.Envelope("normal, delayed"), Delay: 10 * time.Millisecond},
@@ -146,7 +146,7 @@ func TestMessagesOfTheEarlierLayoutAreClaimedByPriority(t *testing.T) {
 		due      float64
 	}{{"old low", 0, now - 60_000}, {"old high", 3, now - 1_000}, {"old later", 3, now + 60_000}} {
 		id := strconv.Itoa(i + 1)
-		require.NoError(t, e.C.HSet(e.Ctx, k.bodies, id, pubsub.EncodeEnvelope(adaptertest.Envelope(m.payload))).Err())
+		require.NoError(t, e.C.HSet(e.Ctx, k.bodies, id, backend.EncodeEnvelope(adaptertest.Envelope(m.payload))).Err())
 		require.NoError(t, e.C.ZAdd(e.Ctx, k.ready, zmember(m.due, memp(id, m.priority))).Err())
 	}
 	require.NoError(t, e.C.HSet(e.Ctx, k.meta, "seq", 3).Err())
@@ -164,7 +164,7 @@ func TestClaimNeverTakesAMemberThatIsNotDue(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	res, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{
 		{Envelope: adaptertest.Envelope("future, top priority"), Delay: time.Hour, Priority: PriorityMax},
 		{Envelope: adaptertest.Envelope("due now")},
 	}})

@@ -5,16 +5,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
 func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	k := e.gk("orders", pubsub.DefaultGroup)
-	e.EnsureGroup("orders", pubsub.DefaultGroup)
+	k := e.gk("orders", backend.DefaultGroup)
+	e.EnsureGroup("orders", backend.DefaultGroup)
 
 	before := e.redisNow()
 	ids := e.Publish("orders", "a", "b", "c")
@@ -37,9 +37,9 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 		"due now: straight to the queue; nothing in the due-time ZSET")
 	groups, err := e.b.Groups(e.Ctx, "orders")
 	require.NoError(t, err)
-	require.Equal(t, []string{pubsub.DefaultGroup}, groups)
+	require.Equal(t, []string{backend.DefaultGroup}, groups)
 
-	first := e.Claim("orders", pubsub.DefaultGroup, "c1", 2)
+	first := e.Claim("orders", backend.DefaultGroup, "c1", 2)
 	require.Equal(t, ids[:2], adaptertest.IDs(first))
 	require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(first))
 	require.Equal(t, adaptertest.Envelope("a"), first[0].Envelope)
@@ -55,16 +55,16 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.False(t, e.Exists(k.retries), "first deliveries: no retries recorded")
 	require.False(t, e.Exists(k.wake), "more was due but nobody is asleep: no token to pass on")
 
-	rest := e.Claim("orders", pubsub.DefaultGroup, "c1", 5)
+	rest := e.Claim("orders", backend.DefaultGroup, "c1", 5)
 	require.Equal(t, ids[2:], adaptertest.IDs(rest))
 
-	require.Equal(t, pubsub.AckResult{Acked: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...))
+	require.Equal(t, backend.AckResult{Acked: 3}, e.Ack("orders", backend.DefaultGroup, "c1", append(first, rest...)...))
 	require.Equal(t, []string{"g:default:counters", "meta", "zregistry"}, e.Keys("orders"))
 	require.Equal(t, ids[2], e.Hash(k.meta)["seq"], "the last ID issued")
-	c := e.Stats("orders", pubsub.DefaultGroup).Counters
-	require.Equal(t, pubsub.Counters{Published: 3, Claimed: 3, Acked: 3}, c)
+	c := e.Stats("orders", backend.DefaultGroup).Counters
+	require.Equal(t, backend.Counters{Published: 3, Claimed: 3, Acked: 3}, c)
 
-	require.Equal(t, pubsub.AckResult{Stale: 3}, e.Ack("orders", pubsub.DefaultGroup, "c1", append(first, rest...)...),
+	require.Equal(t, backend.AckResult{Stale: 3}, e.Ack("orders", backend.DefaultGroup, "c1", append(first, rest...)...),
 		"a repeated ack is a no-op, counted stale")
 	require.Equal(t, adaptertest.IDsFrom(t, adaptertest.IDAfter(t, ids[2], 1), 2), e.Publish("orders", "d", "e"), "IDs are never reused")
 }
@@ -72,10 +72,10 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 func TestPublishScoresAreDueTimesOnTheRedisClock(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	k := e.gk("t", pubsub.DefaultGroup)
-	e.EnsureGroup("t", pubsub.DefaultGroup)
+	k := e.gk("t", backend.DefaultGroup)
+	e.EnsureGroup("t", backend.DefaultGroup)
 	before := e.redisNow()
-	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+	res, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{
 		{Envelope: adaptertest.Envelope("now")},
 		{Envelope: adaptertest.Envelope("soon"), Delay: 250 * time.Millisecond},
 		{Envelope: adaptertest.Envelope("later"), Delay: time.Hour},
@@ -92,7 +92,7 @@ func TestPublishScoresAreDueTimesOnTheRedisClock(t *testing.T) {
 	require.Equal(t, now+250, e.ZScore(k.ready, mem(got[1])), "due at the batch's now + delay, in ms")
 	require.Equal(t, now+3_600_000, e.ZScore(k.ready, mem(got[2])))
 	require.Equal(t, now+2, e.ZScore(k.ready, mem(got[3])), "a delay is rounded up to whole ms, never early")
-	require.Equal(t, []string{"now"}, adaptertest.Payloads(e.Claim("t", pubsub.DefaultGroup, "c", 1)))
+	require.Equal(t, []string{"now"}, adaptertest.Payloads(e.Claim("t", backend.DefaultGroup, "c", 1)))
 }
 
 func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {
@@ -107,16 +107,16 @@ func TestFanOutStoresBodyOnceAndDeletesItAfterTheLastAck(t *testing.T) {
 	require.Equal(t, map[string]string{id: "2"}, e.Hash(a.refs))
 	require.Equal(t, e.zrange(a.queue), e.zrange(b.queue), "the same member and rank in both groups")
 	require.Equal(t, []qentry{{id: id, due: e.queue(a)[0].due, priority: 3}}, e.queue(a), "the priority is in the score")
-	require.False(t, e.Exists(e.gk("t", pubsub.DefaultGroup).queue), "default is not registered")
+	require.False(t, e.Exists(e.gk("t", backend.DefaultGroup).queue), "default is not registered")
 
 	da := e.Claim("t", "a", "c", 1)
-	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "a", "c", da...))
+	require.Equal(t, backend.AckResult{Acked: 1}, e.Ack("t", "a", "c", da...))
 	require.Equal(t, map[string]string{id: "1"}, e.Hash(a.refs))
 	require.Len(t, e.Hash(a.bodies), 1, "b still holds the body")
 
 	db := e.Claim("t", "b", "c", 1)
 	require.Equal(t, []string{"x"}, adaptertest.Payloads(db))
-	require.Equal(t, pubsub.AckResult{Acked: 1}, e.Ack("t", "b", "c", db...))
+	require.Equal(t, backend.AckResult{Acked: 1}, e.Ack("t", "b", "c", db...))
 	require.Equal(t, []string{"g:a:counters", "g:b:counters", "meta", "zregistry"}, e.Keys("t"),
 		"body and refs go with the last ack")
 }
@@ -129,7 +129,7 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 	// Another process registers a group: this backend's cached registry ({early}) is stale.
 	other, err := New(e.C, Options{Prefix: e.Prefix})
 	require.NoError(t, err)
-	require.NoError(t, other.EnsureGroup(e.Ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "late", FromOldest: true}))
+	require.NoError(t, other.EnsureGroup(e.Ctx, &backend.EnsureGroupParams{Topic: "t", Group: "late", FromOldest: true}))
 	second := e.Publish("t", "after")
 
 	require.Equal(t, []string{"after"}, adaptertest.Payloads(e.Claim("t", "late", "c", 10)))
@@ -145,7 +145,7 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 func TestPublishEmptyBatchWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	res, err := e.b.Publish(e.Ctx, &pubsub.PublishParams{Topic: "t"})
+	res, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t"})
 	ids := res.IDs
 	require.NoError(t, err)
 	require.Empty(t, ids)

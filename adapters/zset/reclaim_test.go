@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +23,7 @@ func TestExpiredLeaseIsReclaimedDueNow(t *testing.T) {
 
 	e.expire("t", "g", crashed.ID)
 	before := e.redisNow()
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
 	q := e.queue(k)
 	require.Equal(t, []string{ids[1], ids[2], ids[0]}, qids(q))
 	require.GreaterOrEqual(t, float64(q[2].due), before, "due at the reclaim, Redis now")
@@ -49,14 +49,14 @@ func TestExpiredLeaseAtMaxDeliveriesIsDeadLettered(t *testing.T) {
 	d := e.Claim("t", "g", "c", 1)[0]
 	e.expire("t", "g", d.ID)
 
-	require.Equal(t, pubsub.ReclaimResult{DeadLettered: 1}, e.Reclaim("t", "g", 1))
+	require.Equal(t, backend.ReclaimResult{DeadLettered: 1}, e.Reclaim("t", "g", 1))
 	require.False(t, e.Exists(k.pending))
 	require.False(t, e.Exists(k.pendingAt))
 	require.False(t, e.Exists(k.holders))
 	require.False(t, e.Exists(k.queue))
 	require.False(t, e.Exists(k.ready))
 	require.False(t, e.Exists(k.retries))
-	dls, err := e.b.DeadLetters(e.Ctx, &pubsub.DeadLettersParams{Topic: "t", Group: "g"})
+	dls, err := e.b.DeadLetters(e.Ctx, &backend.DeadLettersParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, "lease expired after 1 attempts", dls[0].Reason)
@@ -73,7 +73,7 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 	for _, d := range e.Claim("t", "g", "c", 3) {
 		e.expire("t", "g", d.ID)
 	}
-	res, err := e.b.Reclaim(e.Ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g", Count: 2})
+	res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g", Count: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Reclaimed)
 	require.Equal(t, ids[:2], qids(e.queue(e.gk("t", "g"))))
@@ -85,11 +85,11 @@ func TestReclaimIsBoundedByCount(t *testing.T) {
 func TestThereAreNoOrphans(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.EnsureGroup("t", pubsub.DefaultGroup)
+	e.EnsureGroup("t", backend.DefaultGroup)
 	e.Publish("t", "x")
-	id, err := e.b.Faults().InjectOrphan(e.Ctx, "t", pubsub.DefaultGroup)
-	require.ErrorIs(t, err, pubsub.ErrNotImplemented)
+	id, err := e.b.Faults().InjectOrphan(e.Ctx, "t", backend.DefaultGroup)
+	require.ErrorIs(t, err, backend.ErrNotImplemented)
 	require.Empty(t, id)
 	require.False(t, e.b.Capabilities().PendingOrphans)
-	require.Equal(t, int64(1), e.Stats("t", pubsub.DefaultGroup).Ready, "nothing was moved")
+	require.Equal(t, int64(1), e.Stats("t", backend.DefaultGroup).Ready, "nothing was moved")
 }

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,23 +18,23 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	old := e.Claim("t", "g", "c1", 1)[0]
 
 	e.expire("t", "g", old.ID)
-	require.Equal(t, pubsub.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
+	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, e.Reclaim("t", "g", 0))
 	require.Equal(t, []string{old.ID}, qids(e.queue(k)))
 	require.Empty(t, e.Hash(k.holders))
-	require.Equal(t, pubsub.ReclaimResult{}, e.Reclaim("t", "g", 0), "reclaim is idempotent")
+	require.Equal(t, backend.ReclaimResult{}, e.Reclaim("t", "g", 0), "reclaim is idempotent")
 
 	cur := e.Claim("t", "g", "c2", 1)[0]
 	require.Equal(t, 2, cur.Attempt)
 	deadline := e.ZScore(k.pending, cur.ID)
 
-	res := e.Nack("t", "g", "c1", 0, pubsub.NackItem{ID: old.ID, Attempt: old.Attempt})
-	require.Equal(t, pubsub.NackResult{Stale: 1}, res)
-	lost, err := e.b.Extend(e.Ctx, &pubsub.ExtendParams{Topic: "t", Group: "g", Consumer: "c1", Items: adaptertest.Held(old), Lease: time.Hour})
+	res := e.Nack("t", "g", "c1", 0, backend.NackItem{ID: old.ID, Attempt: old.Attempt})
+	require.Equal(t, backend.NackResult{Stale: 1}, res)
+	lost, err := e.b.Extend(e.Ctx, &backend.ExtendParams{Topic: "t", Group: "g", Consumer: "c1", Items: adaptertest.Held(old), Lease: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, []string{old.ID}, lost)
 	// The same consumer name with the old attempt is fenced off too.
-	res = e.Nack("t", "g", "c2", 0, pubsub.NackItem{ID: old.ID, Attempt: old.Attempt})
-	require.Equal(t, pubsub.NackResult{Stale: 1}, res)
+	res = e.Nack("t", "g", "c2", 0, backend.NackItem{ID: old.ID, Attempt: old.Attempt})
+	require.Equal(t, backend.NackResult{Stale: 1}, res)
 
 	require.Equal(t, []string{cur.ID}, e.ZMembers(k.pending), "stale calls changed nothing")
 	require.Equal(t, map[string]string{cur.ID: "c2:2"}, e.holders(k))
@@ -42,16 +42,16 @@ func TestStaleNackAndExtendAreIgnoredAfterAnotherConsumerReclaimed(t *testing.T)
 	require.Equal(t, deadline, e.ZScore(k.pending, cur.ID))
 	require.False(t, e.Exists(k.queue))
 
-	lost, err = e.b.Extend(e.Ctx, &pubsub.ExtendParams{Topic: "t", Group: "g", Consumer: "c2", Items: adaptertest.Held(cur), Lease: time.Hour})
+	lost, err = e.b.Extend(e.Ctx, &backend.ExtendParams{Topic: "t", Group: "g", Consumer: "c2", Items: adaptertest.Held(cur), Lease: time.Hour})
 	require.NoError(t, err)
 	require.Empty(t, lost)
 	require.Greater(t, e.ZScore(k.pending, cur.ID), deadline)
 
 	// An ack is accepted from any holder (the work is done), and counted stale.
-	require.Equal(t, pubsub.AckResult{Acked: 1, Stale: 1}, e.Ack("t", "g", "c1", old))
+	require.Equal(t, backend.AckResult{Acked: 1, Stale: 1}, e.Ack("t", "g", "c1", old))
 	require.Equal(t, []string{"g:g:counters", "g:g:wake", "meta", "zregistry"}, e.Keys("t"))
 	c := e.Stats("t", "g").Counters
-	require.Equal(t, pubsub.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleAcks: 1, StaleNacks: 2}, c)
+	require.Equal(t, backend.Counters{Published: 1, Claimed: 2, Acked: 1, Reclaimed: 1, StaleAcks: 1, StaleNacks: 2}, c)
 }
 
 // An immediate retry and a release come back with the due time they had, ahead of what became
@@ -67,7 +67,7 @@ func TestRetryAndReleaseKeepTheirPlaceAndDelayedRetryIsRescored(t *testing.T) {
 	ids = append(ids, e.Publish("t", "3rd")...) // due later than the first two
 
 	d := e.Claim("t", "g", "c", 1)[0]
-	require.Equal(t, pubsub.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt}))
+	require.Equal(t, backend.NackResult{Requeued: 1}, e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt}))
 	q := e.queue(k)
 	require.Equal(t, qentry{id: d.ID, due: due}, q[0], "the due time it had, not now")
 	require.Equal(t, ids, qids(q), "retried message is next")
@@ -81,16 +81,16 @@ func TestRetryAndReleaseKeepTheirPlaceAndDelayedRetryIsRescored(t *testing.T) {
 	d = e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, "1st", string(d.Envelope.Payload))
 	require.Equal(t, 2, d.Attempt)
-	rel := e.Nack("t", "g", "c", 2, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
-	require.Equal(t, pubsub.NackResult{Requeued: 1}, rel, "release is not an attempt, even at MaxDeliveries")
+	rel := e.Nack("t", "g", "c", 2, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
+	require.Equal(t, backend.NackResult{Requeued: 1}, rel, "release is not an attempt, even at MaxDeliveries")
 	require.Equal(t, map[string]string{d.ID: "1"}, e.Hash(k.retries))
 	require.Equal(t, qentry{id: d.ID, due: due}, e.queue(k)[0])
 
 	d = e.Claim("t", "g", "c", 1)[0]
 	require.Equal(t, 2, d.Attempt)
 	before := e.redisNow()
-	res := e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour})
-	require.Equal(t, pubsub.NackResult{Requeued: 1}, res)
+	res := e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour})
+	require.Equal(t, backend.NackResult{Requeued: 1}, res)
 	require.InDelta(t, before+3_600_000, e.ZScore(k.ready, mem(d.ID)), 5_000, "due an hour after the nack, Redis clock")
 	require.Equal(t, ids[1:], adaptertest.IDs(e.Claim("t", "g", "c", 5)), "the delayed retry waits")
 
@@ -107,11 +107,11 @@ func TestRetryKeepsItsPriority(t *testing.T) {
 	e.EnsureGroup("t", "g")
 	id := e.PublishWith("t", 0, -7, "low")[0]
 	d := e.Claim("t", "g", "c", 1)[0]
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt})
 	require.Equal(t, []string{id}, qids(e.queue(k)))
 	require.Equal(t, -7, e.queue(k)[0].priority, "an immediate retry is queued with its priority")
 	d = e.Claim("t", "g", "c", 1)[0]
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Minute})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Minute})
 	require.Equal(t, []string{memp(id, -7)}, e.ZMembers(k.ready), "a delayed one waits by due time with its priority")
 	require.False(t, e.Exists(k.queue))
 }
@@ -127,10 +127,10 @@ func TestDelayedRetryWakesABlockedConsumerOnTime(t *testing.T) {
 	d := e.Claim("t", "g", "c1", 1)[0]
 
 	const block, delay = 20 * time.Second, 200 * time.Millisecond
-	done := claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c2", Count: 1, Lease: time.Minute, Block: block})
+	done := claimAsync(e.Ctx, b, backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c2", Count: 1, Lease: time.Minute, Block: block})
 	e.blocked(1)
 	start := time.Now()
-	e.Nack("t", "g", "c1", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: delay})
+	e.Nack("t", "g", "c1", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: delay})
 	r := <-done
 	require.NoError(t, r.err)
 	require.Equal(t, []string{d.ID}, adaptertest.IDs(r.ds))

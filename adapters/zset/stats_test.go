@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,7 +13,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	e := newEnv(t)
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
-	require.Equal(t, pubsub.Stats{Topic: "t", Group: "g"}, e.Stats("t", "g"))
+	require.Equal(t, backend.Stats{Topic: "t", Group: "g"}, e.Stats("t", "g"))
 
 	ids := e.Publish("t", "a", "b", "c")
 	e.PublishDelayed("t", time.Hour, "d")
@@ -22,7 +22,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	now := e.ZScore(k.pendingAt, d[0].ID)
 	require.NoError(t, e.C.ZAdd(e.Ctx, k.pendingAt, zmember(now-60_000, d[0].ID)).Err())
 	e.setQueuedDue(k, ids[2], int64(now)-120_000)
-	e.Nack("t", "g", "c", 0, pubsub.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
+	e.Nack("t", "g", "c", 0, backend.NackItem{ID: d[1].ID, Attempt: 1, DeadLetter: true})
 
 	s := e.Stats("t", "g")
 	require.Equal(t, int64(1), s.Ready, "due: score <= Redis now")
@@ -31,7 +31,7 @@ func TestStatsCountsAndAges(t *testing.T) {
 	require.Equal(t, int64(1), s.Dead)
 	require.InDelta(t, 60*time.Second, s.OldestPendingAge, float64(5*time.Second))
 	require.InDelta(t, 120*time.Second, s.OldestReadyAge, float64(5*time.Second), "ready since its due time")
-	require.Equal(t, pubsub.Counters{Published: 4, Claimed: 2, Nacked: 1, DeadLettered: 1}, s.Counters)
+	require.Equal(t, backend.Counters{Published: 4, Claimed: 2, Nacked: 1, DeadLettered: 1}, s.Counters)
 
 	// A delayed member is not ready, and gives no ready age, until its due time.
 	e.Claim("t", "g", "c", 1)

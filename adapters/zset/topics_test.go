@@ -9,15 +9,15 @@ import (
 
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 // publishTo publishes one message to topic through b, due after delay.
-func publishTo(t *testing.T, b pubsub.Backend, topic string, delay time.Duration) {
+func publishTo(t *testing.T, b backend.Backend, topic string, delay time.Duration) {
 	t.Helper()
-	_, err := b.Publish(context.Background(), &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{
-		{Envelope: pubsub.Envelope{UUID: "u", Payload: []byte("p")}, Delay: delay}}})
+	_, err := b.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{
+		{Envelope: backend.Envelope{UUID: "u", Payload: []byte("p")}, Delay: delay}}})
 	require.NoError(t, err)
 }
 
@@ -37,10 +37,10 @@ func TestTopicsListsZsetTopicsOnly(t *testing.T) {
 
 	publishTo(t, zb, "ready", 0)
 	publishTo(t, zb, "delayed", time.Hour) // only delayed: the ready ZSET still shows it
-	require.NoError(t, zb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "no:messages", Group: "g"}))
+	require.NoError(t, zb.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "no:messages", Group: "g"}))
 	publishTo(t, lb, "list-ready", 0)
 	publishTo(t, lb, "list-delayed", time.Hour)
-	require.NoError(t, lb.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "list:empty", Group: "g"}))
+	require.NoError(t, lb.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "list:empty", Group: "g"}))
 
 	topics, err = zb.Topics(ctx)
 	require.NoError(t, err)

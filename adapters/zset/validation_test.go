@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,7 +14,7 @@ func TestNamesThatWouldBreakTheHashTagAreRejected(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	adaptertest.RejectsInvalidNames(t, e.b, e.b.Faults())
-	_, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c:1", Count: 1, Lease: time.Second})
+	_, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c:1", Count: 1, Lease: time.Second})
 	adaptertest.RequireNameError(t, err, "consumer") // it names the consumer's own wake-up key
 	require.Empty(t, e.Keys("t"))
 
@@ -28,20 +28,20 @@ func TestOptionsAndCapabilities(t *testing.T) {
 	b, err := New(c, Options{})
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
-		BacklogLimit: pubsub.BacklogLimitDefault, BacklogTTL: pubsub.BacklogTTLDefault,
-		TombstoneTTL: pubsub.TombstoneTTLDefault, BacklogFull: pubsub.BacklogDropOldest}, Options{}.WithDefaults())
+		BacklogLimit: backend.BacklogLimitDefault, BacklogTTL: backend.BacklogTTLDefault,
+		TombstoneTTL: backend.TombstoneTTLDefault, BacklogFull: backend.BacklogDropOldest}, Options{}.WithDefaults())
 	require.Equal(t, BatchSizeDefault, b.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:g:g:ready", b.Keys("t", "g").Store("ready"), "keys start with the default prefix")
 	require.Equal(t, "zset", b.Name())
-	require.Equal(t, pubsub.Capabilities{FIFO: true, Priorities: true, NativeDelay: true, OnTimeDelay: true, DueOrder: true},
+	require.Equal(t, backend.Capabilities{FIFO: true, Priorities: true, NativeDelay: true, OnTimeDelay: true, DueOrder: true},
 		b.Capabilities())
 
 	_, err = New(c, Options{BatchSize: -1})
-	var ce *pubsub.ConfigError
+	var ce *backend.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "BatchSize", ce.Field)
 	_, err = New(nil, Options{})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 }
 
 func TestPrioritiesAreClamped(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,10 +27,10 @@ func TestPublishToBusyConsumersPushesNoWakeToken(t *testing.T) {
 	require.Zero(t, e.wakeMark(k, "g"), "a claim that does not block marks nobody asleep")
 	held = append(held, e.Claim("t", "g", "c", 10)...)
 	require.Equal(t, []string{"a", "b", "c"}, adaptertest.Payloads(held))
-	require.Equal(t, pubsub.AckResult{Acked: 3}, e.Ack("t", "g", "c", held...))
+	require.Equal(t, backend.AckResult{Acked: 3}, e.Ack("t", "g", "c", held...))
 
 	// A consumer whose Block ended (it went back to work, or away) is not asleep either.
-	ds, err := e.b.Claim(e.Ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10,
+	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 10,
 		Lease: time.Minute, Block: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.Empty(t, ds)
@@ -62,7 +62,7 @@ func TestPublishWakesAConsumerBlockedInClaim(t *testing.T) {
 	const block = 20 * time.Second
 	var dones []<-chan claimed
 	for _, g := range sleepy {
-		dones = append(dones, claimAsync(e.Ctx, b, pubsub.ClaimParams{Topic: "t", Group: g, Consumer: "c", Count: 10, Lease: time.Minute, Block: block}))
+		dones = append(dones, claimAsync(e.Ctx, b, backend.ClaimParams{Topic: "t", Group: g, Consumer: "c", Count: 10, Lease: time.Minute, Block: block}))
 	}
 	e.blocked(len(sleepy))
 

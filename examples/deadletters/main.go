@@ -28,6 +28,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/examples/internal/exampleredis"
 	"github.com/relq/relq/pubsub"
 )
@@ -57,19 +58,19 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 		return err
 	}
 
-	backend, err := list.New(client, list.Options{Prefix: prefix})
+	queue, err := list.New(client, list.Options{Prefix: prefix})
 	if err != nil {
 		return err
 	}
-	defer backend.Close() // its blocking claims' connections, once the subscribers closed
+	defer queue.Close() // its blocking claims' connections, once the subscribers closed
 	// The router logs each failed delivery at error level, on stderr.
 	logger := watermill.NewSlogLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, logger)
+	pub, err := pubsub.NewPublisher(queue, pubsub.PublisherConfig{}, logger)
 	if err != nil {
 		return err
 	}
 	defer pub.Close()
-	sub, err := pubsub.NewSubscriber(backend, pubsub.SubscriberConfig{
+	sub, err := pubsub.NewSubscriber(queue, pubsub.SubscriberConfig{
 		Group:         group,
 		MaxDeliveries: maxDeliveries,
 		// The list backend makes a retry ready when a claim next runs after its backoff, so
@@ -127,10 +128,10 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 
 	// The subscriber sends nacks to Redis in batches, after the handler returns: poll for the
 	// dead letter until it is there (or ctx ends).
-	var dead []pubsub.DeadLetter
+	var dead []backend.DeadLetter
 	for len(dead) == 0 && err == nil {
 		time.Sleep(10 * time.Millisecond)
-		dead, err = backend.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: topic, Group: group})
+		dead, err = queue.DeadLetters(ctx, &backend.DeadLettersParams{Topic: topic, Group: group})
 	}
 	if err != nil {
 		return fmt.Errorf("waiting for the dead letter: %w", err)
@@ -141,7 +142,7 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 	}
 
 	fixed.Store(true)
-	n, err := backend.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: topic, Group: group, All: true})
+	n, err := queue.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: group, All: true})
 	if err != nil {
 		return err
 	}

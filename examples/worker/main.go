@@ -40,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/examples/internal/exampleredis"
 	"github.com/relq/relq/middleware"
 	"github.com/relq/relq/pubsub"
@@ -79,19 +80,19 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 		return err
 	}
 
-	backend, err := list.New(client, list.Options{Prefix: prefix})
+	queue, err := list.New(client, list.Options{Prefix: prefix})
 	if err != nil {
 		return err
 	}
-	defer backend.Close() // its blocking claims' connections, once the subscribers closed
+	defer queue.Close() // its blocking claims' connections, once the subscribers closed
 	// The router logs each failed delivery at error level, on stderr.
 	logger := watermill.NewSlogLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, logger)
+	pub, err := pubsub.NewPublisher(queue, pubsub.PublisherConfig{}, logger)
 	if err != nil {
 		return err
 	}
 	defer pub.Close()
-	sub, err := pubsub.NewSubscriber(backend, pubsub.SubscriberConfig{
+	sub, err := pubsub.NewSubscriber(queue, pubsub.SubscriberConfig{
 		Group:         group,
 		MaxDeliveries: maxDeliveries,
 		Block:         100 * time.Millisecond, // how late a retry may be on the list backend
@@ -155,10 +156,10 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 	}
 	fmt.Fprintln(out, "published order-1, order-2, order-3")
 	// Two charged, one dead: the retries are over.
-	if err := waitFor(ctx, backend, func(st pubsub.Stats) bool { return st.Counters.Acked == 2 && st.Dead == 1 }); err != nil {
+	if err := waitFor(ctx, queue, func(st backend.Stats) bool { return st.Counters.Acked == 2 && st.Dead == 1 }); err != nil {
 		return err
 	}
-	dead, err := backend.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: topic, Group: group})
+	dead, err := queue.DeadLetters(ctx, &backend.DeadLettersParams{Topic: topic, Group: group})
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 		return err
 	}
 	fmt.Fprintln(out, "published order-1 again, with the same UUID")
-	if err := waitFor(ctx, backend, func(st pubsub.Stats) bool { return st.Counters.Acked == 3 }); err != nil {
+	if err := waitFor(ctx, queue, func(st backend.Stats) bool { return st.Counters.Acked == 3 }); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "order-1 after the duplicate: %s\n", book.describe("order-1"))
@@ -234,9 +235,9 @@ func (l *ledger) describe(order string) string {
 }
 
 // waitFor polls the group's stats until cond holds and nothing is in flight or waiting.
-func waitFor(ctx context.Context, backend pubsub.Backend, cond func(pubsub.Stats) bool) error {
+func waitFor(ctx context.Context, queue backend.Backend, cond func(backend.Stats) bool) error {
 	for {
-		st, err := backend.Stats(ctx, &pubsub.StatsParams{Topic: topic, Group: group})
+		st, err := queue.Stats(ctx, &backend.StatsParams{Topic: topic, Group: group})
 		if err != nil {
 			return err
 		}

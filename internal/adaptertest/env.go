@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,7 +21,7 @@ type Env struct {
 	Ctx    context.Context
 	C      *redis.Client
 	Prefix string
-	B      pubsub.Backend
+	B      backend.Backend
 	// Tag returns the hash tag that starts topic's keys, for Keys: keys.Tag(Prefix, topic)
 	// unless set.
 	Tag func(topic string) string
@@ -36,7 +36,7 @@ func Server(t *testing.T) (*redis.Client, string) {
 }
 
 // NewEnv returns the Env of b, a backend on c with its keys under prefix.
-func NewEnv(t *testing.T, c *redis.Client, prefix string, b pubsub.Backend) *Env {
+func NewEnv(t *testing.T, c *redis.Client, prefix string, b backend.Backend) *Env {
 	e := &Env{T: t, Ctx: context.Background(), C: c, Prefix: prefix, B: b}
 	e.Tag = func(topic string) string { return keys.Tag(e.Prefix, topic) }
 	return e

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,7 +42,7 @@ func Factory(build Build) conformance.Factory {
 		if h.Forget == nil {
 			h.Forget = Forget(client, h.Keys)
 		}
-		h.Peer = func() (pubsub.Backend, error) {
+		h.Peer = func() (backend.Backend, error) {
 			peer, err := build(server.Client(t), prefix, opts)
 			if err != nil {
 				return nil, err

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +17,7 @@ import (
 // by the Redis client runs it), and the key of a topic's meta HASH, which holds the records.
 type LaneRig struct {
 	*Env
-	PublishOn func(ctx context.Context, p *pubsub.PublishParams, lane int, token string) ([]string, error)
+	PublishOn func(ctx context.Context, p *backend.PublishParams, lane int, token string) ([]string, error)
 	Meta      func(topic string) string
 }
 
@@ -47,7 +47,7 @@ func PublishResentOnItsLaneStoresOnce(t *testing.T, r LaneRig) (first, next, oth
 	t.Helper()
 	orders := r.topic("orders")
 	r.EnsureGroup(orders, "g")
-	p := &pubsub.PublishParams{Topic: orders, Messages: []pubsub.OutMessage{
+	p := &backend.PublishParams{Topic: orders, Messages: []backend.OutMessage{
 		{Envelope: Envelope("a")}, {Envelope: Envelope("b")},
 	}}
 	on := func(lane int, token string) []string {
@@ -97,7 +97,7 @@ func ConcurrentPublishesTakeTheirOwnLanes(t *testing.T, r LaneRig) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			res, err := r.B.Publish(r.Ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{
+			res, err := r.B.Publish(r.Ctx, &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{
 				{Envelope: Envelope(fmt.Sprint(i))},
 			}})
 			replies <- reply{res.IDs, err}
@@ -128,7 +128,7 @@ func IdleLaneRecordsAreSwept(t *testing.T, r LaneRig) {
 	require.NoError(t, r.C.HSet(r.Ctx, r.Meta(topic),
 		"p:dead:0", fmt.Sprintf("5:9:%d", now-2*hour), "p:live:0", fmt.Sprintf("5:9:%d", now)).Err())
 
-	_, err := r.PublishOn(r.Ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: Envelope("y")}}}, 7, "1")
+	_, err := r.PublishOn(r.Ctx, &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{{Envelope: Envelope("y")}}}, 7, "1")
 	require.NoError(t, err)
 	records := r.LaneRecords(topic)
 	require.NotContains(t, records, "p:dead:0", "idle for two hours: swept")

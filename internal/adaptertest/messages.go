@@ -4,26 +4,26 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
 // Envelope is the test message of payload: UUID "uuid-<payload>", metadata k=<payload>.
-func Envelope(payload string) pubsub.Envelope {
-	return pubsub.Envelope{UUID: "uuid-" + payload, Metadata: map[string]string{"k": payload}, Payload: []byte(payload)}
+func Envelope(payload string) backend.Envelope {
+	return backend.Envelope{UUID: "uuid-" + payload, Metadata: map[string]string{"k": payload}, Payload: []byte(payload)}
 }
 
 // Held returns the fencing tokens of ds.
-func Held(ds ...pubsub.Delivery) []pubsub.Held {
-	out := make([]pubsub.Held, len(ds))
+func Held(ds ...backend.Delivery) []backend.Held {
+	out := make([]backend.Held, len(ds))
 	for i, d := range ds {
-		out[i] = pubsub.Held{ID: d.ID, Attempt: d.Attempt}
+		out[i] = backend.Held{ID: d.ID, Attempt: d.Attempt}
 	}
 	return out
 }
 
 // IDs returns the delivery IDs of ds.
-func IDs(ds []pubsub.Delivery) []string {
+func IDs(ds []backend.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.ID
@@ -32,7 +32,7 @@ func IDs(ds []pubsub.Delivery) []string {
 }
 
 // Payloads returns the payloads of ds as strings.
-func Payloads(ds []pubsub.Delivery) []string {
+func Payloads(ds []backend.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = string(d.Envelope.Payload)

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +26,7 @@ func RequestReply(t *testing.T, build Build) {
 	h, err := build(client, prefix, conformance.Options{})
 	require.NoError(t, err)
 	closeBackend(t, h.Backend)
-	_, ephemeral := h.Backend.(pubsub.Ephemeral)
+	_, ephemeral := h.Backend.(backend.Ephemeral)
 	const replies = "replies"
 	rig := NewRequestReplyRig(t, h.Backend, RequestReplyOptions{
 		ReplyTopic: func(string) string { return replies },

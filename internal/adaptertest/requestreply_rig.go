@@ -13,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -44,7 +45,7 @@ type RequestReplyRig struct {
 type rigCommand struct{ N int }
 
 // NewRequestReplyRig starts the rig on b; it stops when t ends, or at Stop.
-func NewRequestReplyRig(t testing.TB, b pubsub.Backend, opts RequestReplyOptions) *RequestReplyRig {
+func NewRequestReplyRig(t testing.TB, b backend.Backend, opts RequestReplyOptions) *RequestReplyRig {
 	const commands = "commands"
 	logger := watermill.NopLogger{}
 	r := &RequestReplyRig{}

@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
@@ -77,7 +78,7 @@ func ManySubscriptions(t *testing.T, build Build) {
 			require.Equal(t, topicOf(i), string(msg.Payload))
 			msg.Ack()
 		case <-time.After(time.Minute):
-			st, err := h.Backend.Stats(context.Background(), &pubsub.StatsParams{Topic: topicOf(i), Group: pubsub.DefaultGroup})
+			st, err := h.Backend.Stats(context.Background(), &backend.StatsParams{Topic: topicOf(i), Group: backend.DefaultGroup})
 			require.FailNow(t, "not delivered", "topic %s; its group: %+v (%v); the subscriber's last errors: %v",
 				topicOf(i), st, err, lastLogs(log.Captured()[watermill.ErrorLogLevel], 5))
 		}
@@ -133,7 +134,7 @@ func namedClient(t testing.TB, edit func(*redis.Options)) (*redis.Client, string
 }
 
 // closeBackend closes b, when it has a Close, after the test's other clean-ups.
-func closeBackend(t testing.TB, b pubsub.Backend) {
+func closeBackend(t testing.TB, b backend.Backend) {
 	if c, ok := b.(io.Closer); ok {
 		t.Cleanup(func() { _ = c.Close() })
 	}

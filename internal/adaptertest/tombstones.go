@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
 // Tombstones is the key, without the tag, where an admin delete records the groups it deleted
-// (see pubsub.TombstoneTTLDefault).
+// (see backend.TombstoneTTLDefault).
 const Tombstones = "tombs"
 
 // WithoutTombstones returns keys (a topic's keys without its tag) less the tombstones key,
@@ -42,7 +42,7 @@ func LiveKeys(t *testing.T, ctx context.Context, c redis.UniversalClient, keys [
 		left, err := c.PTTL(ctx, k).Result()
 		require.NoError(t, err)
 		require.Greater(t, left, time.Duration(0), "the tombstones %s expire", k)
-		require.LessOrEqual(t, left, pubsub.TombstoneTTLDefault)
+		require.LessOrEqual(t, left, backend.TombstoneTTLDefault)
 	}
 	return out
 }

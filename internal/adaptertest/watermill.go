@@ -7,6 +7,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/pubsub"
@@ -19,7 +20,7 @@ type WatermillOptions struct {
 	// set.
 	Subscriber func(*pubsub.SubscriberConfig)
 	// NoGroup names the group of a subscriber Watermill makes without one; nil gives them all
-	// pubsub.DefaultGroup.
+	// backend.DefaultGroup.
 	NoGroup func() string
 }
 
@@ -42,7 +43,7 @@ func Watermill(t *testing.T, build Build, features tests.Features, opts Watermil
 }
 
 // constructors build Watermill's publisher and subscriber pairs on b.
-func constructors(b pubsub.Backend, opts WatermillOptions) (tests.PubSubConstructor, tests.ConsumerGroupPubSubConstructor) {
+func constructors(b backend.Backend, opts WatermillOptions) (tests.PubSubConstructor, tests.ConsumerGroupPubSubConstructor) {
 	logger := watermill.NopLogger{}
 	withGroup := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
 		pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, logger)

@@ -3,7 +3,7 @@ package backendkit
 import (
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // Millis converts a duration to whole milliseconds for a script, rounding up so that a
@@ -20,7 +20,7 @@ func Millis(d time.Duration) int64 {
 }
 
 // HeldArgs flattens fencing tokens into ARGV after head: head..., id, attempt, id, attempt, ...
-func HeldArgs(head []any, items []pubsub.Held) []any {
+func HeldArgs(head []any, items []backend.Held) []any {
 	args := append(make([]any, 0, len(head)+2*len(items)), head...)
 	for _, it := range items {
 		args = append(args, it.ID, it.Attempt)

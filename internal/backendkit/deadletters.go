@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // DeadLettersCountDefault is the page size when DeadLettersParams.Count is zero.
@@ -22,12 +22,12 @@ func DeadLettersCount(count int) int {
 
 // DecodeDeadLetters decodes the flat {id, dead at ms, reason, attempts, body or false, ...}
 // reply of the list and zset deadletters.lua. A body that does not decode comes back in Raw.
-func DecodeDeadLetters(topic, group string, flat []any) []pubsub.DeadLetter {
-	out := make([]pubsub.DeadLetter, 0, len(flat)/5)
+func DecodeDeadLetters(topic, group string, flat []any) []backend.DeadLetter {
+	out := make([]backend.DeadLetter, 0, len(flat)/5)
 	for i := 0; i+4 < len(flat); i += 5 {
 		id, _ := flat[i].(string)
 		reason, _ := flat[i+2].(string)
-		dl := pubsub.DeadLetter{
+		dl := backend.DeadLetter{
 			ID:       id,
 			Topic:    topic,
 			Group:    group,
@@ -36,7 +36,7 @@ func DecodeDeadLetters(topic, group string, flat []any) []pubsub.DeadLetter {
 			DeadAt:   time.UnixMilli(Int(flat[i+1])),
 		}
 		if body, ok := flat[i+4].(string); ok {
-			if env, err := pubsub.DecodeEnvelope([]byte(body)); err == nil {
+			if env, err := backend.DecodeEnvelope([]byte(body)); err == nil {
 				dl.Envelope = env
 			} else {
 				dl.Raw = []byte(body)
@@ -51,7 +51,7 @@ func DecodeDeadLetters(topic, group string, flat []any) []pubsub.DeadLetter {
 // per call until a call finds fewer; else p.IDs in chunks of batch. ARGV is batch, then the
 // ids (none: the oldest); the script returns {dead letters it looked at, requeued}. It returns
 // how many were requeued, those of the calls that succeeded included when one fails.
-func Requeue(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, p *pubsub.RequeueParams) (int, error) {
+func Requeue(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, p *backend.RequeueParams) (int, error) {
 	total := 0
 	if p.All {
 		for {
@@ -85,13 +85,13 @@ func Requeue(ctx context.Context, client redis.Scripter, script *redis.Script, k
 // returns how many. Else: ARGV n (at most batch) then extra, until a call deletes fewer than
 // it was asked to or p.Limit (when positive) are deleted. It returns how many were deleted in
 // all (so far, when a call fails).
-func Purge(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, p *pubsub.PurgeParams, extra ...any) (int, error) {
+func Purge(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, p *backend.PurgeParams, extra ...any) (int, error) {
 	limit := p.Limit
 	if limit < 0 {
-		return 0, &pubsub.ConfigError{Field: "PurgeParams.Limit", Reason: "must not be negative"}
+		return 0, &backend.ConfigError{Field: "PurgeParams.Limit", Reason: "must not be negative"}
 	}
 	if len(p.IDs) > 0 && limit != 0 {
-		return 0, &pubsub.ConfigError{Field: "PurgeParams.Limit", Reason: "must be 0 when IDs are given"}
+		return 0, &backend.ConfigError{Field: "PurgeParams.Limit", Reason: "must be 0 when IDs are given"}
 	}
 	total := 0
 	if len(p.IDs) > 0 {

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // ReadEviction reads maxmemory_policy and evicted_keys from INFO (the default sections hold
@@ -15,13 +15,13 @@ import (
 // asks every primary: the policy is the first one that drops queue keys, else any, and the
 // evicted keys are summed. A server that refuses INFO (ACLs) leaves both unknown, without
 // an error; a connection error is returned.
-func ReadEviction(ctx context.Context, client redis.UniversalClient) (pubsub.Eviction, error) {
+func ReadEviction(ctx context.Context, client redis.UniversalClient) (backend.Eviction, error) {
 	cc, ok := client.(*redis.ClusterClient)
 	if !ok {
 		return readEviction(ctx, client)
 	}
 	var mu sync.Mutex
-	all := pubsub.Eviction{EvictedKeys: -1}
+	all := backend.Eviction{EvictedKeys: -1}
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 		ev, err := readEviction(ctx, node)
 		mu.Lock()
@@ -37,8 +37,8 @@ func ReadEviction(ctx context.Context, client redis.UniversalClient) (pubsub.Evi
 	return all, err
 }
 
-func readEviction(ctx context.Context, c redis.Cmdable) (pubsub.Eviction, error) {
-	ev := pubsub.Eviction{EvictedKeys: -1}
+func readEviction(ctx context.Context, c redis.Cmdable) (backend.Eviction, error) {
+	ev := backend.Eviction{EvictedKeys: -1}
 	info, err := c.Info(ctx).Result()
 	var rerr redis.Error
 	switch {

@@ -1,12 +1,12 @@
 package backendkit
 
-import "github.com/relq/relq/pubsub"
+import "github.com/relq/relq/backend"
 
-// ValidateNames validates names with pubsub.ValidateName, in order, returning the first
-// *pubsub.NameError. Pairs are kind, name: "topic", p.Topic, "group", p.Group, ...
+// ValidateNames validates names with backend.ValidateName, in order, returning the first
+// *backend.NameError. Pairs are kind, name: "topic", p.Topic, "group", p.Group, ...
 func ValidateNames(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
-		if err := pubsub.ValidateName(pairs[i], pairs[i+1]); err != nil {
+		if err := backend.ValidateName(pairs[i], pairs[i+1]); err != nil {
 			return err
 		}
 	}

@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // ValidatePrefix checks Options.Prefix, which goes inside every key's hash tag, as a name. The
-// error is a *pubsub.ConfigError for the field Prefix that also matches the name error's
-// sentinel (pubsub.ErrInvalidName) with errors.Is.
+// error is a *backend.ConfigError for the field Prefix that also matches the name error's
+// sentinel (backend.ErrInvalidName) with errors.Is.
 func ValidatePrefix(prefix string) error {
-	if err := pubsub.ValidateName("prefix", prefix); err != nil {
-		return &fieldError{cfg: &pubsub.ConfigError{Field: "Prefix", Reason: err.Error()}, cause: err}
+	if err := backend.ValidateName("prefix", prefix); err != nil {
+		return &fieldError{cfg: &backend.ConfigError{Field: "Prefix", Reason: err.Error()}, cause: err}
 	}
 	return nil
 }
@@ -25,15 +25,15 @@ const BatchSizeMax = 4096
 // ValidateBatchSize checks Options.BatchSize after defaults: from 1 to BatchSizeMax.
 func ValidateBatchSize(n int) error {
 	if n < 1 || n > BatchSizeMax {
-		return &pubsub.ConfigError{Field: "BatchSize", Reason: fmt.Sprintf("must be from 1 to %d", BatchSizeMax)}
+		return &backend.ConfigError{Field: "BatchSize", Reason: fmt.Sprintf("must be from 1 to %d", BatchSizeMax)}
 	}
 	return nil
 }
 
-// fieldError is a ConfigError caused by another error (a *pubsub.NameError), so errors.Is
-// matches both pubsub.ErrInvalidConfig and the cause's sentinel.
+// fieldError is a ConfigError caused by another error (a *backend.NameError), so errors.Is
+// matches both backend.ErrInvalidConfig and the cause's sentinel.
 type fieldError struct {
-	cfg   *pubsub.ConfigError
+	cfg   *backend.ConfigError
 	cause error
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // Found says, for the log, what a re-registration (Backend.RegisterAgain) found of its topic: known reports a topic that still knew
@@ -25,23 +25,23 @@ func Found(known bool, others int64) string {
 // RegainMode checks what RegisterAgainParams says of an ephemeral group and returns the
 // regain scripts' ephemeral flag: "1" for an ephemeral group (with a valid consumer and a
 // positive TTL), "0" for a durable one.
-func RegainMode(p *pubsub.RegisterAgainParams) (string, error) {
+func RegainMode(p *backend.RegisterAgainParams) (string, error) {
 	if !p.Ephemeral {
 		return "0", nil
 	}
-	if err := pubsub.ValidateName("consumer", p.Consumer); err != nil {
+	if err := backend.ValidateName("consumer", p.Consumer); err != nil {
 		return "", err
 	}
 	if p.TTL <= 0 {
-		return "", &pubsub.ConfigError{Field: "RegisterAgainParams.TTL", Reason: "must be positive"}
+		return "", &backend.ConfigError{Field: "RegisterAgainParams.TTL", Reason: "must be positive"}
 	}
 	return "1", nil
 }
 
 // DecodeRegain decodes the reply every adapter's regain.lua starts with: {registered, times,
 // at ms, known, other groups, backlog}.
-func DecodeRegain(res []any) pubsub.RegisterAgainResult {
-	r := pubsub.RegisterAgainResult{
+func DecodeRegain(res []any) backend.RegisterAgainResult {
+	r := backend.RegisterAgainResult{
 		Registered: Int(res[0]) == 1,
 		Times:      Int(res[1]),
 		Backlog:    Int(res[5]),
@@ -56,11 +56,11 @@ func DecodeRegain(res []any) pubsub.RegisterAgainResult {
 }
 
 // ValidateBacklogPolicy checks a backend's BacklogFull option; "" is BacklogDropOldest.
-func ValidateBacklogPolicy(p pubsub.BacklogPolicy) error {
+func ValidateBacklogPolicy(p backend.BacklogPolicy) error {
 	switch p {
-	case "", pubsub.BacklogDropOldest, pubsub.BacklogRefuse:
+	case "", backend.BacklogDropOldest, backend.BacklogRefuse:
 		return nil
 	}
-	return &pubsub.ConfigError{Field: "BacklogFull", Reason: fmt.Sprintf("unknown policy %q: want %q or %q",
-		p, pubsub.BacklogDropOldest, pubsub.BacklogRefuse)}
+	return &backend.ConfigError{Field: "BacklogFull", Reason: fmt.Sprintf("unknown policy %q: want %q or %q",
+		p, backend.BacklogDropOldest, backend.BacklogRefuse)}
 }

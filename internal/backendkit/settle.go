@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // Nack modes, as every adapter's nack.lua reads them.
@@ -18,23 +18,23 @@ const (
 
 // Ack runs an adapter's ack.lua with ARGV head, then each item's id and attempt; the script
 // returns {acked, stale}. No items: no call.
-func Ack(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, head []any, items []pubsub.Held) (pubsub.AckResult, error) {
+func Ack(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, head []any, items []backend.Held) (backend.AckResult, error) {
 	if len(items) == 0 {
-		return pubsub.AckResult{}, nil
+		return backend.AckResult{}, nil
 	}
 	n, err := Ints(script.Run(ctx, client, keys, HeldArgs(head, items)...).Slice())
 	if err != nil {
-		return pubsub.AckResult{}, err
+		return backend.AckResult{}, err
 	}
-	return pubsub.AckResult{Acked: int(n[0]), Stale: int(n[1])}, nil
+	return backend.AckResult{Acked: int(n[0]), Stale: int(n[1])}, nil
 }
 
 // Nack runs an adapter's nack.lua with ARGV head, then each item's id, attempt, delay in ms,
 // mode (0 retry, 1 dead-letter, 2 release) and reason; the script returns {requeued,
 // dead_lettered, stale}. No items: no call.
-func Nack(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, head []any, items []pubsub.NackItem) (pubsub.NackResult, error) {
+func Nack(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, head []any, items []backend.NackItem) (backend.NackResult, error) {
 	if len(items) == 0 {
-		return pubsub.NackResult{}, nil
+		return backend.NackResult{}, nil
 	}
 	args := append(make([]any, 0, len(head)+5*len(items)), head...)
 	for _, it := range items {
@@ -49,17 +49,17 @@ func Nack(ctx context.Context, client redis.Scripter, script *redis.Script, keys
 	}
 	n, err := Ints(script.Run(ctx, client, keys, args...).Slice())
 	if err != nil {
-		return pubsub.NackResult{}, err
+		return backend.NackResult{}, err
 	}
-	return pubsub.NackResult{Requeued: int(n[0]), DeadLettered: int(n[1]), Stale: int(n[2])}, nil
+	return backend.NackResult{Requeued: int(n[0]), DeadLettered: int(n[1]), Stale: int(n[2])}, nil
 }
 
 // Extend runs an adapter's extend.lua with ARGV head, then lease in ms, then each item's id
 // and attempt; the script returns the IDs the consumer no longer holds (nil for none). A lease
-// that is not positive is a *pubsub.ConfigError; no items: no call.
-func Extend(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, head []any, lease time.Duration, items []pubsub.Held) ([]string, error) {
+// that is not positive is a *backend.ConfigError; no items: no call.
+func Extend(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, head []any, lease time.Duration, items []backend.Held) ([]string, error) {
 	if lease <= 0 {
-		return nil, &pubsub.ConfigError{Field: "ExtendParams.Lease", Reason: "must be positive"}
+		return nil, &backend.ConfigError{Field: "ExtendParams.Lease", Reason: "must be positive"}
 	}
 	if len(items) == 0 {
 		return nil, nil

@@ -3,14 +3,14 @@ package backendkit
 import (
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // DecodeStats decodes the reply every adapter's stats.lua starts with: {ready, delayed,
 // pending, dead, oldest pending age ms, oldest ready age ms (-1: none), counters HASH as a
 // flat field/value list}. Counter fields it does not know are skipped.
-func DecodeStats(topic, group string, res []any) pubsub.Stats {
-	s := pubsub.Stats{
+func DecodeStats(topic, group string, res []any) backend.Stats {
+	s := backend.Stats{
 		Topic:            topic,
 		Group:            group,
 		Ready:            Int(res[0]),
@@ -42,7 +42,7 @@ func age(v any) time.Duration {
 }
 
 // counterField maps a field of the counters HASH, as the scripts name it, to its Counters field.
-func counterField(c *pubsub.Counters, name string) *int64 {
+func counterField(c *backend.Counters, name string) *int64 {
 	switch name {
 	case "published":
 		return &c.Published

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // scanCount is the COUNT hint of each SCAN call: how many keys Redis looks at per call, not
@@ -168,7 +168,7 @@ func (m *marker) parse(key string) (string, bool) {
 		}
 		// A name that is invalid stays invalid when it grows, so stop at the first.
 		for end := 1; end <= len(rest); end++ {
-			if pubsub.ValidateName(m.kinds[i], rest[:end]) != nil {
+			if backend.ValidateName(m.kinds[i], rest[:end]) != nil {
 				return false
 			}
 			names[i] = rest[:end]

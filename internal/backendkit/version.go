@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // VersionGate checks once that Redis is at least 6.2, the oldest version every adapter's
@@ -38,7 +38,7 @@ type versionFlight struct {
 // a reply that says the server cannot answer now (LOADING, BUSY, MASTERDOWN, ...) is
 // returned, and the next call checks again. A server that refuses INFO (an ACL without it,
 // a proxy that does not forward it) is assumed recent enough, and scripts then fail loudly
-// if it is not. A server too old gets an error wrapping pubsub.ErrRedisVersion, every time.
+// if it is not. A server too old gets an error wrapping backend.ErrRedisVersion, every time.
 func (g *VersionGate) Check(ctx context.Context, client redis.UniversalClient) error {
 	for {
 		if g.ok.Load() {
@@ -79,7 +79,7 @@ func (g *VersionGate) run(ctx context.Context, client redis.UniversalClient, f *
 	case err == nil:
 		major, minor, ok := ParseVersion(info)
 		if ok && (major < 6 || major == 6 && minor < 2) {
-			err = fmt.Errorf("%w: server is %d.%d, relq needs 6.2 or later", pubsub.ErrRedisVersion, major, minor)
+			err = fmt.Errorf("%w: server is %d.%d, relq needs 6.2 or later", backend.ErrRedisVersion, major, minor)
 			final = true
 		} else {
 			passed = true

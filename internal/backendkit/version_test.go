@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 const (
@@ -107,7 +107,7 @@ func TestVersionGateRejectsAnOldServer(t *testing.T) {
 	var g VersionGate
 	for range 2 {
 		err := g.Check(t.Context(), client)
-		require.ErrorIs(t, err, pubsub.ErrRedisVersion)
+		require.ErrorIs(t, err, backend.ErrRedisVersion)
 		require.ErrorContains(t, err, "6.0")
 	}
 	require.False(t, g.Passed())

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // WaitLinger is how long a connection of Waits stays open with no wait on it: long enough
@@ -75,7 +75,7 @@ func NewWaits(user redis.UniversalClient) *Waits {
 // that holds key (any key of the topic: they share a hash tag), and returns wait's error.
 // When ctx ends before wait returns, the connection is closed to end the blocking command,
 // and Run returns ctx.Err(). After Close, or when Close ends the wait, Run returns an error
-// wrapping pubsub.ErrClosed. A wait that succeeded returns nil whatever ended meanwhile.
+// wrapping backend.ErrClosed. A wait that succeeded returns nil whatever ended meanwhile.
 func (w *Waits) Run(ctx context.Context, key string, wait func(context.Context, redis.UniversalClient) error) error {
 	if err := ctx.Err(); err != nil {
 		return err // before taking a connection that ctx would close at once
@@ -155,10 +155,10 @@ func (w *Waits) RunUnblocked(ctx context.Context, key string, wait func(context.
 // unblockTimeout bounds a CLIENT UNBLOCK: if it cannot be sent, the wait ends by its timeout.
 const unblockTimeout = 2 * time.Second
 
-var errClosed = fmt.Errorf("%w: the backend's blocking claims were closed", pubsub.ErrClosed)
+var errClosed = fmt.Errorf("%w: the backend's blocking claims were closed", backend.ErrClosed)
 
 // Close closes every connection Waits opened, ending the waits in progress; those and every
-// later Run return an error wrapping pubsub.ErrClosed. It does not close the given client.
+// later Run return an error wrapping backend.ErrClosed. It does not close the given client.
 func (w *Waits) Close() error {
 	w.mu.Lock()
 	w.closed = true

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -92,7 +92,7 @@ func TestWaitsContextEndsTheBlockedCommand(t *testing.T) {
 	e.waitBlocked(t, 0)
 }
 
-// Close ends the waits in progress and refuses later ones with pubsub.ErrClosed.
+// Close ends the waits in progress and refuses later ones with backend.ErrClosed.
 func TestWaitsClose(t *testing.T) {
 	t.Parallel()
 	e := newWaitsEnv(t)
@@ -100,9 +100,9 @@ func TestWaitsClose(t *testing.T) {
 	done := blpop(context.Background(), w, e.name+":k", time.Hour)
 	e.waitBlocked(t, 1)
 	require.NoError(t, w.Close())
-	require.ErrorIs(t, <-done, pubsub.ErrClosed)
+	require.ErrorIs(t, <-done, backend.ErrClosed)
 	e.waitBlocked(t, 0)
-	require.ErrorIs(t, <-blpop(context.Background(), w, e.name+":k", time.Second), pubsub.ErrClosed)
+	require.ErrorIs(t, <-blpop(context.Background(), w, e.name+":k", time.Second), backend.ErrClosed)
 	require.Eventually(t, func() bool { return connections(t, e) == 0 }, 10*time.Second, time.Millisecond,
 		"no connection stays open")
 }

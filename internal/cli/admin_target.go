@@ -1,7 +1,7 @@
 package cli
 
 // The topic or group an Admin verb (topic, group, msg) works on: found through each
-// backend's pubsub.Admin, and Admin's typed errors told in words that say what exists.
+// backend's backend.Admin, and Admin's typed errors told in words that say what exists.
 
 import (
 	"context"
@@ -10,17 +10,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/relq/relq/backend"
 	"github.com/spf13/cobra"
-
-	"github.com/relq/relq/pubsub"
 )
 
 // adminTopic is a topic found through a backend's Admin API.
 type adminTopic struct {
 	s     *session
 	ref   topicRef
-	admin pubsub.Admin
-	info  pubsub.TopicInfo
+	admin backend.Admin
+	info  backend.TopicInfo
 }
 
 // adminGroup is a group of an adminTopic.
@@ -30,10 +29,10 @@ type adminGroup struct {
 }
 
 // admin is b's Admin API; every backend of relq implements it.
-func (b *backend) admin() (pubsub.Admin, error) {
-	a, ok := b.finder.(pubsub.Admin)
+func (b *source) admin() (backend.Admin, error) {
+	a, ok := b.finder.(backend.Admin)
 	if !ok {
-		return nil, fmt.Errorf("the %s backend of this build has no Admin API (pubsub.Admin), which this command needs", b.name)
+		return nil, fmt.Errorf("the %s backend of this build has no Admin API (backend.Admin), which this command needs", b.name)
 	}
 	return a, nil
 }
@@ -75,7 +74,7 @@ func (s *session) listTopics(ctx context.Context) ([]*adminTopic, error) {
 // findTopic finds topic on the session's backends (Admin.Topic, no SCAN unless it is not
 // found: then the error lists the topics there are).
 func (s *session) findTopic(ctx context.Context, topic string) (*adminTopic, error) {
-	if err := pubsub.ValidateName("topic", topic); err != nil {
+	if err := backend.ValidateName("topic", topic); err != nil {
 		return nil, err
 	}
 	var found []*adminTopic
@@ -85,7 +84,7 @@ func (s *session) findTopic(ctx context.Context, topic string) (*adminTopic, err
 			return nil, err
 		}
 		info, err := a.Topic(ctx, topic)
-		if errors.Is(err, pubsub.ErrTopicNotFound) {
+		if errors.Is(err, backend.ErrTopicNotFound) {
 			continue
 		}
 		if err != nil {
@@ -128,7 +127,7 @@ func openTopic(ctx context.Context, env Env, conn *connOptions, topic string) (*
 
 // openGroup connects and finds group on topic. The caller closes g.s.
 func openGroup(ctx context.Context, env Env, conn *connOptions, topic, group string) (*adminGroup, error) {
-	if err := pubsub.ValidateName("group", group); err != nil {
+	if err := backend.ValidateName("group", group); err != nil {
 		return nil, err
 	}
 	t, err := openTopic(ctx, env, conn, topic)
@@ -180,7 +179,7 @@ func (g *adminGroup) notFound() error {
 
 // explain tells an error of the topic's Admin calls in words; what says what failed.
 func (t *adminTopic) explain(what string, err error) error {
-	if errors.Is(err, pubsub.ErrTopicNotFound) {
+	if errors.Is(err, backend.ErrTopicNotFound) {
 		return fmt.Errorf("topic %s is gone: it was deleted meanwhile", t.describe())
 	}
 	return t.s.explain(fmt.Errorf("%s: %w", what, err))
@@ -189,9 +188,9 @@ func (t *adminTopic) explain(what string, err error) error {
 // explain tells an error of the group's Admin calls in words; what says what failed.
 func (g *adminGroup) explain(what string, err error) error {
 	switch {
-	case errors.Is(err, pubsub.ErrGroupNotFound), errors.Is(err, pubsub.ErrGroupDeleted):
+	case errors.Is(err, backend.ErrGroupNotFound), errors.Is(err, backend.ErrGroupDeleted):
 		return fmt.Errorf("group %s is gone: it was deleted meanwhile", g.describe())
-	case errors.Is(err, pubsub.ErrBadCursor):
+	case errors.Is(err, backend.ErrBadCursor):
 		return fmt.Errorf("%s: the --cursor given is not one that a page of this listing printed "+
 			"(a cursor is valid for the topic, group and --state it came from); leave it out to start at the top", what)
 	}
@@ -206,22 +205,22 @@ func (g *adminGroup) noMessage(id string) error {
 
 // relqGroup reports whether group is one relq can read: a streams topic may carry another
 // program's consumer group, under a name relq refuses, which the listings leave out.
-func relqGroup(group string) bool { return pubsub.ValidateName("group", group) == nil }
+func relqGroup(group string) bool { return backend.ValidateName("group", group) == nil }
 
 // groupStats reads the counts of group, one of the topic's groups as listed.
-func (t *adminTopic) groupStats(ctx context.Context, group string) (pubsub.Stats, error) {
-	st, err := t.admin.Stats(ctx, &pubsub.StatsParams{Topic: t.ref.topic, Group: group})
+func (t *adminTopic) groupStats(ctx context.Context, group string) (backend.Stats, error) {
+	st, err := t.admin.Stats(ctx, &backend.StatsParams{Topic: t.ref.topic, Group: group})
 	if err != nil {
-		return pubsub.Stats{}, t.explain("stats of "+t.ref.topic+"/"+group, err)
+		return backend.Stats{}, t.explain("stats of "+t.ref.topic+"/"+group, err)
 	}
 	return st, nil
 }
 
 // stats reads the group's counts.
-func (g *adminGroup) stats(ctx context.Context) (pubsub.Stats, error) {
-	st, err := g.admin.Stats(ctx, &pubsub.StatsParams{Topic: g.ref.topic, Group: g.group})
+func (g *adminGroup) stats(ctx context.Context) (backend.Stats, error) {
+	st, err := g.admin.Stats(ctx, &backend.StatsParams{Topic: g.ref.topic, Group: g.group})
 	if err != nil {
-		return pubsub.Stats{}, g.explain("stats of "+g.name(), err)
+		return backend.Stats{}, g.explain("stats of "+g.name(), err)
 	}
 	return st, nil
 }

@@ -1,7 +1,7 @@
 package cli
 
 // The topic, group and msg verbs on the real backends. They need the backends' Admin API
-// (pubsub.Admin), written for the same issue as these verbs: on a build without it they are
+// (backend.Admin), written for the same issue as these verbs: on a build without it they are
 // skipped.
 
 import (
@@ -17,26 +17,26 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // eachBackend runs test on each backend of a fixture of its own, in parallel.
-func eachBackend(t *testing.T, test func(t *testing.T, f *fixture, b pubsub.Backend)) {
+func eachBackend(t *testing.T, test func(t *testing.T, f *fixture, b backend.Backend)) {
 	impls := map[string]any{"list": (*list.Backend)(nil), "zset": (*zset.Backend)(nil), "streams": (*streams.Backend)(nil)}
 	for _, name := range backendNames {
 		t.Run(name, func(t *testing.T) {
-			if _, ok := impls[name].(pubsub.Admin); !ok {
-				t.Skipf("the %s backend does not implement pubsub.Admin yet", name)
+			if _, ok := impls[name].(backend.Admin); !ok {
+				t.Skipf("the %s backend does not implement backend.Admin yet", name)
 			}
 			t.Parallel()
 			f := newFixture(t)
-			test(t, f, map[string]pubsub.Backend{"list": f.list, "zset": f.zset, "streams": f.stream}[name])
+			test(t, f, map[string]backend.Backend{"list": f.list, "zset": f.zset, "streams": f.stream}[name])
 		})
 	}
 }
 
 // runOn runs relq with args on backend b only.
-func (f *fixture) runOn(b pubsub.Backend, args ...string) (int, string, string) {
+func (f *fixture) runOn(b backend.Backend, args ...string) (int, string, string) {
 	f.t.Helper()
 	return f.run(append(args, "--backend", b.Name())...)
 }
@@ -73,19 +73,19 @@ func idsIn(out string) []string {
 
 // fillStates leaves orders/billing with one message in each state and returns their IDs:
 // ready, delayed, pending (held by c1) and dead (reason "poison").
-func fillStates(f *fixture, b pubsub.Backend) (ready, delayed, pending, dead string) {
+func fillStates(f *fixture, b backend.Backend) (ready, delayed, pending, dead string) {
 	f.group(b, "orders", "billing")
 	ids := f.publish(b, "orders", 3, 0)
-	delayed = f.publishDelayed(b, "orders", pubsub.Envelope{UUID: "u-later", Payload: []byte(`{"at":"later"}`)}, time.Hour)
+	delayed = f.publishDelayed(b, "orders", backend.Envelope{UUID: "u-later", Payload: []byte(`{"at":"later"}`)}, time.Hour)
 	ds := f.claim(b, "orders", "billing", 2)
 	f.bury(b, "orders", "billing", "poison", ds[1])
 	return ids[2], delayed, ds[0].ID, ds[1].ID
 }
 
 // publishDelayed publishes one message due after delay.
-func (f *fixture) publishDelayed(b pubsub.Backend, topic string, env pubsub.Envelope, delay time.Duration) string {
+func (f *fixture) publishDelayed(b backend.Backend, topic string, env backend.Envelope, delay time.Duration) string {
 	f.t.Helper()
-	res, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env, Delay: delay}}})
+	res, err := b.Publish(f.ctx, &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{{Envelope: env, Delay: delay}}})
 	ids := res.IDs
 	require.NoError(f.t, err)
 	return ids[0]
@@ -93,7 +93,7 @@ func (f *fixture) publishDelayed(b pubsub.Backend, topic string, env pubsub.Enve
 
 func TestMsgLsListsEveryState(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, f *fixture, b pubsub.Backend) {
+	eachBackend(t, func(t *testing.T, f *fixture, b backend.Backend) {
 		ready, delayed, pending, dead := fillStates(f, b)
 		where := `orders/billing (` + b.Name() + ` backend, prefix "` + f.prefix + `")`
 
@@ -122,7 +122,7 @@ func TestMsgLsListsEveryState(t *testing.T) {
 
 func TestMsgShowRunRm(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, f *fixture, b pubsub.Backend) {
+	eachBackend(t, func(t *testing.T, f *fixture, b backend.Backend) {
 		ready, delayed, pending, dead := fillStates(f, b)
 		where := `orders/billing (` + b.Name() + ` backend, prefix "` + f.prefix + `")`
 
@@ -159,10 +159,10 @@ func TestMsgShowRunRm(t *testing.T) {
 			require.Equal(t, 1, code, id)
 			require.Contains(t, errOut, `no message "`+id+`" in `+where)
 		}
-		for _, state := range pubsub.States {
+		for _, state := range backend.States {
 			code, out, _ = f.runOn(b, "msg", "ls", "orders", "billing", "--state", string(state))
 			require.Equal(t, 0, code)
-			if state == pubsub.StateReady {
+			if state == backend.StateReady {
 				require.Equal(t, []string{delayed}, idsIn(out), "run made it ready; the deleted one is not listed")
 			} else {
 				require.Empty(t, idsIn(out), state)
@@ -178,7 +178,7 @@ func TestMsgShowRunRm(t *testing.T) {
 // Following the printed cursors lists every message once, in delivery order.
 func TestMsgLsPagesThroughEveryMessageOnce(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, f *fixture, b pubsub.Backend) {
+	eachBackend(t, func(t *testing.T, f *fixture, b backend.Backend) {
 		f.group(b, "orders", "billing")
 		var want []string
 		for range 3 {
@@ -207,13 +207,13 @@ func TestMsgLsPagesThroughEveryMessageOnce(t *testing.T) {
 
 func TestGroupPauseResumeDelete(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, f *fixture, b pubsub.Backend) {
+	eachBackend(t, func(t *testing.T, f *fixture, b backend.Backend) {
 		f.group(b, "orders", "billing")
 		f.group(b, "orders", "audit")
 		f.publish(b, "orders", 2, 0)
 		where := `orders/billing (` + b.Name() + ` backend, prefix "` + f.prefix + `")`
 		claim := func() int {
-			ds, err := b.Claim(f.ctx, &pubsub.ClaimParams{Topic: "orders", Group: "billing", Consumer: "c1", Count: 1, Lease: time.Minute})
+			ds, err := b.Claim(f.ctx, &backend.ClaimParams{Topic: "orders", Group: "billing", Consumer: "c1", Count: 1, Lease: time.Minute})
 			require.NoError(t, err)
 			return len(ds)
 		}
@@ -253,12 +253,12 @@ func TestGroupPauseResumeDelete(t *testing.T) {
 
 func TestTopicLsShowDeleteWithABacklog(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, f *fixture, b pubsub.Backend) {
-		signups := make([]pubsub.OutMessage, 3)
+	eachBackend(t, func(t *testing.T, f *fixture, b backend.Backend) {
+		signups := make([]backend.OutMessage, 3)
 		for i := range signups {
-			signups[i].Envelope = pubsub.Envelope{UUID: "signup-" + strconv.Itoa(i), Payload: []byte("{}")}
+			signups[i].Envelope = backend.Envelope{UUID: "signup-" + strconv.Itoa(i), Payload: []byte("{}")}
 		}
-		_, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: "signups", Messages: signups})
+		_, err := b.Publish(f.ctx, &backend.PublishParams{Topic: "signups", Messages: signups})
 		require.NoError(t, err) // no group: the backlog keeps them
 		f.group(b, "orders", "billing")
 		f.publish(b, "orders", 2, 0)

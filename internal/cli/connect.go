@@ -25,7 +25,7 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // DefaultRedisURL is the Redis the tool commands use without --redis-url or REDIS_URL, as
@@ -70,11 +70,11 @@ type session struct {
 	user   string
 	prefix string
 	// backends are the backends to look in, in backendNames order.
-	backends []*backend
+	backends []*source
 }
 
-// backend is one relq backend of the session.
-type backend struct {
+// source is one relq backend of the session.
+type source struct {
 	name string
 	finder
 }
@@ -82,8 +82,8 @@ type backend struct {
 // finder is what the tools need of a backend: the contract and the topic lookups, which
 // every adapter implements (adapters/*/topics.go).
 type finder interface {
-	pubsub.Backend
-	pubsub.TopicLister
+	backend.Backend
+	backend.TopicLister
 	HasTopic(ctx context.Context, topic string) (bool, error)
 }
 
@@ -95,7 +95,7 @@ func (s *session) Close() {
 
 // connect validates the options and connects, checking that Redis answers.
 func (o *connOptions) connect(ctx context.Context, env Env) (*session, error) {
-	if err := pubsub.ValidateName("prefix", o.prefix); err != nil {
+	if err := backend.ValidateName("prefix", o.prefix); err != nil {
 		return nil, err // "relq: invalid prefix name ..."
 	}
 	names := backendNames
@@ -203,7 +203,7 @@ func clusterNode(ctx context.Context, c *redis.Client) bool {
 	return false
 }
 
-func newBackend(client redis.UniversalClient, name, prefix string) (*backend, error) {
+func newBackend(client redis.UniversalClient, name, prefix string) (*source, error) {
 	var f finder
 	var err error
 	switch name {
@@ -217,7 +217,7 @@ func newBackend(client redis.UniversalClient, name, prefix string) (*backend, er
 	if err != nil {
 		return nil, err
 	}
-	return &backend{name: name, finder: f}, nil
+	return &source{name: name, finder: f}, nil
 }
 
 // tlsConfig loads the --tls-* files, or returns nil when none is given.

@@ -8,9 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/relq/relq/backend"
 	"github.com/spf13/cobra"
-
-	"github.com/relq/relq/pubsub"
 )
 
 // deadShowPage is how many dead letters dead show reads per round trip while it looks for
@@ -85,15 +84,15 @@ func (o *deadOptions) open(ctx context.Context, env Env) (*deadTarget, error) {
 
 // total reads how many dead letters the group holds.
 func (d *deadTarget) total(ctx context.Context) (int64, error) {
-	st, err := d.ref.backend.Stats(ctx, &pubsub.StatsParams{Topic: d.ref.topic, Group: d.group})
+	st, err := d.ref.backend.Stats(ctx, &backend.StatsParams{Topic: d.ref.topic, Group: d.group})
 	if err != nil {
 		return 0, d.s.explain(fmt.Errorf("stats of %s: %w", d.name(), err))
 	}
 	return st.Dead, nil
 }
 
-func (d *deadTarget) page(ctx context.Context, offset, count int) ([]pubsub.DeadLetter, error) {
-	dls, err := d.ref.backend.DeadLetters(ctx, &pubsub.DeadLettersParams{
+func (d *deadTarget) page(ctx context.Context, offset, count int) ([]backend.DeadLetter, error) {
+	dls, err := d.ref.backend.DeadLetters(ctx, &backend.DeadLettersParams{
 		Topic: d.ref.topic, Group: d.group, Offset: offset, Count: count})
 	if err != nil {
 		return nil, d.s.explain(fmt.Errorf("dead letters of %s: %w", d.name(), err))
@@ -204,11 +203,11 @@ payload bytes alone, unchanged, for a file or a pipe.`,
 }
 
 // find pages through the dead letters for id.
-func (d *deadTarget) find(ctx context.Context, id string) (pubsub.DeadLetter, error) {
+func (d *deadTarget) find(ctx context.Context, id string) (backend.DeadLetter, error) {
 	for offset := 0; ; offset += deadShowPage {
 		dls, err := d.page(ctx, offset, deadShowPage)
 		if err != nil {
-			return pubsub.DeadLetter{}, err
+			return backend.DeadLetter{}, err
 		}
 		for _, dl := range dls {
 			if dl.ID == id {
@@ -216,13 +215,13 @@ func (d *deadTarget) find(ctx context.Context, id string) (pubsub.DeadLetter, er
 			}
 		}
 		if len(dls) < deadShowPage {
-			return pubsub.DeadLetter{}, fmt.Errorf("no dead letter %q in %s, which holds %d (relq dead ls lists them)",
+			return backend.DeadLetter{}, fmt.Errorf("no dead letter %q in %s, which holds %d (relq dead ls lists them)",
 				id, d.describe(), offset+len(dls))
 		}
 	}
 }
 
-func writeDeadLetter(w io.Writer, d *deadTarget, dl pubsub.DeadLetter) {
+func writeDeadLetter(w io.Writer, d *deadTarget, dl backend.DeadLetter) {
 	fmt.Fprintf(w, "Dead letter %s of %s\n", oneLine(dl.ID), d.describe())
 	field(w, "attempts", fmt.Sprint(dl.Attempts))
 	field(w, "dead-lettered at", timestamp(dl.DeadAt))
@@ -253,7 +252,7 @@ requeued.`,
 			defer d.s.Close()
 			b := d.ref.backend
 			ids := slices.Compact(slices.Sorted(slices.Values(args)))
-			n, err := b.RequeueDeadLetters(ctx, &pubsub.RequeueParams{Topic: d.ref.topic, Group: d.group, IDs: ids, All: all})
+			n, err := b.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: d.ref.topic, Group: d.group, IDs: ids, All: all})
 			out := cmd.OutOrStdout()
 			if n > 0 || err == nil {
 				fmt.Fprintf(out, "Requeued %d dead letter%s of %s: ready again, attempts reset.\n", n, plural(n), d.describe())
@@ -312,7 +311,7 @@ counted for the question are deleted: one that arrives while it waits is kept.`,
 				}
 				return nil
 			}
-			p := &pubsub.PurgeParams{Topic: d.ref.topic, Group: d.group, IDs: ids}
+			p := &backend.PurgeParams{Topic: d.ref.topic, Group: d.group, IDs: ids}
 			what := purgeIDsWhat(ids)
 			if all {
 				// Only those counted here: a letter that dies while the question waits is kept.

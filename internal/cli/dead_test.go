@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 // fillDead leaves 5 dead letters in orders/billing (list) with reasons "reason-1".."reason-5"
@@ -64,10 +63,10 @@ func TestDeadShowPrintsTheMessageSafely(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.group(f.list, "t", "g")
-	f.publishOne(f.list, "t", pubsub.Envelope{UUID: "u-text", Metadata: map[string]string{"order": "42", "evil": "\x1b[31mred"},
+	f.publishOne(f.list, "t", backend.Envelope{UUID: "u-text", Metadata: map[string]string{"order": "42", "evil": "\x1b[31mred"},
 		Payload: []byte("{\"a\":1}\nline two\n")})
-	f.publishOne(f.list, "t", pubsub.Envelope{UUID: "u-bin", Payload: []byte{0x00, 0x01, 0xff, 'h', 'i'}})
-	f.publishOne(f.list, "t", pubsub.Envelope{UUID: "stays ready, so the topic shows it is the list backend's"})
+	f.publishOne(f.list, "t", backend.Envelope{UUID: "u-bin", Payload: []byte{0x00, 0x01, 0xff, 'h', 'i'}})
+	f.publishOne(f.list, "t", backend.Envelope{UUID: "stays ready, so the topic shows it is the list backend's"})
 	ds := f.claim(f.list, "t", "g", 2)
 	f.bury(f.list, "t", "g", "boom\n\x1b]0;pwned\x07", ds...)
 
@@ -173,7 +172,7 @@ func TestDeadPurgeByIDs(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ids := fillDead(f)
-	n, err := f.list.RequeueDeadLetters(context.Background(), &pubsub.RequeueParams{Topic: "orders", Group: "billing", IDs: ids[4:]})
+	n, err := f.list.RequeueDeadLetters(context.Background(), &backend.RequeueParams{Topic: "orders", Group: "billing", IDs: ids[4:]})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	f.claim(f.list, "orders", "billing", 2) // ids[4] and the message that was ready: pending now
@@ -195,7 +194,7 @@ func TestDeadPurgeByIDs(t *testing.T) {
 	st := f.stats(f.list, "orders", "billing")
 	require.Equal(t, int64(2), st.Dead)
 	require.Equal(t, int64(2), st.Pending, "the requeued letter, claimed since, is not purged")
-	dls, err := f.list.DeadLetters(context.Background(), &pubsub.DeadLettersParams{Topic: "orders", Group: "billing"})
+	dls, err := f.list.DeadLetters(context.Background(), &backend.DeadLettersParams{Topic: "orders", Group: "billing"})
 	require.NoError(t, err)
 	require.Len(t, dls, 2)
 	require.Equal(t, []string{ids[2], ids[3]}, []string{dls[0].ID, dls[1].ID})
@@ -257,8 +256,8 @@ func TestDeadOnADrainedListTopic(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.publish(f.list, "drained", 1, 0)
-	f.bury(f.list, "drained", pubsub.DefaultGroup, "poison", f.claim(f.list, "drained", pubsub.DefaultGroup, 1)...)
-	base := []string{"--topic", "drained", "--group", pubsub.DefaultGroup}
+	f.bury(f.list, "drained", backend.DefaultGroup, "poison", f.claim(f.list, "drained", backend.DefaultGroup, 1)...)
+	base := []string{"--topic", "drained", "--group", backend.DefaultGroup}
 
 	code, out, _ := f.run(append([]string{"dead", "ls"}, base...)...)
 	require.Equal(t, 0, code)
@@ -271,7 +270,7 @@ func TestDeadOnADrainedListTopic(t *testing.T) {
 
 	code, _, _ = f.run(append([]string{"dead", "requeue", "--all"}, base...)...)
 	require.Equal(t, 0, code)
-	require.Equal(t, int64(1), f.stats(f.list, "drained", pubsub.DefaultGroup).Ready)
+	require.Equal(t, int64(1), f.stats(f.list, "drained", backend.DefaultGroup).Ready)
 }
 
 // readerFunc runs a function on the first Read, then reads from its Reader: the moment a
@@ -303,7 +302,7 @@ func TestDeadPurgeDeletesOnlyWhatWasConfirmed(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, errOut, "Delete all 5 dead letters")
 	require.Contains(t, out, "Purged 5 dead letters")
-	dls, err := f.list.DeadLetters(context.Background(), &pubsub.DeadLettersParams{Topic: "orders", Group: "billing"})
+	dls, err := f.list.DeadLetters(context.Background(), &backend.DeadLettersParams{Topic: "orders", Group: "billing"})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, "late", dls[0].Reason)

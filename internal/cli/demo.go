@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -78,7 +79,7 @@ you can inspect it after the run.`,
 // validate rejects a prefix that could not be a key prefix, and so also one that would make
 // the cleaning SCAN patterns match other prefixes' keys.
 func (o *demoOptions) validate() error {
-	return pubsub.ValidateName("prefix", o.prefix)
+	return backend.ValidateName("prefix", o.prefix)
 }
 
 // demo is one run of the scenario. Handlers run on subscriber goroutines, so output and
@@ -138,7 +139,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, lookPath func(string) (
 		return err
 	}
 	defer d.pub.Close()
-	if err := d.be.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: demoTopic, Group: demoGroup}); err != nil {
+	if err := d.be.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: demoTopic, Group: demoGroup}); err != nil {
 		return err
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -116,7 +117,7 @@ func (d *demo) batchPhase(ctx context.Context, logger watermill.LoggerAdapter) e
 }
 
 // printSettled reports the group's state once it has settled.
-func (d *demo) printSettled(st pubsub.Stats) {
+func (d *demo) printSettled(st backend.Stats) {
 	d.printf("  %s group settled: ready %d, delayed %d, pending %d, dead %d\n",
 		d.since(time.Now()), st.Ready, st.Delayed, st.Pending, st.Dead)
 }
@@ -139,7 +140,7 @@ func (d *demo) crashPhase(ctx context.Context, conn *redisConn, logger watermill
 		_ = crashClient.Close()
 		return err
 	}
-	claimed, err := crashBackend.Claim(ctx, &pubsub.ClaimParams{
+	claimed, err := crashBackend.Claim(ctx, &backend.ClaimParams{
 		Topic: demoTopic, Group: demoGroup, Consumer: "worker-crashy",
 		Count: 1, Lease: demoCrashLease, Block: time.Second,
 	})
@@ -308,12 +309,12 @@ func (d *demo) waitSettled(ctx context.Context, dead int64) error {
 	}
 }
 
-func (d *demo) stats(ctx context.Context) (pubsub.Stats, error) {
-	return d.be.Stats(ctx, &pubsub.StatsParams{Topic: demoTopic, Group: demoGroup})
+func (d *demo) stats(ctx context.Context) (backend.Stats, error) {
+	return d.be.Stats(ctx, &backend.StatsParams{Topic: demoTopic, Group: demoGroup})
 }
 
 func (d *demo) deadLetterPhase(ctx context.Context) error {
-	dls, err := d.be.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: demoTopic, Group: demoGroup})
+	dls, err := d.be.DeadLetters(ctx, &backend.DeadLettersParams{Topic: demoTopic, Group: demoGroup})
 	if err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -77,7 +77,7 @@ func TestDemoWithRedisURLLeavesDeadLetterAndCleansOnRerun(t *testing.T) {
 	// The dead letter stays for inspection.
 	be, err := list.New(srv.Client(t), list.Options{Prefix: prefix})
 	require.NoError(t, err)
-	dls, err := be.DeadLetters(context.Background(), &pubsub.DeadLettersParams{Topic: demoTopic, Group: demoGroup})
+	dls, err := be.DeadLetters(context.Background(), &backend.DeadLettersParams{Topic: demoTopic, Group: demoGroup})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, "order-6", dls[0].Envelope.Metadata["order"])
@@ -113,7 +113,7 @@ func TestDemoRejectsInvalidPrefix(t *testing.T) {
 	code, _ := runCLI(t, Env{}, "demo", "--prefix", "relq-*")
 	require.Equal(t, 1, code)
 	err := (&demoOptions{prefix: "relq-*"}).validate()
-	require.True(t, errors.Is(err, pubsub.ErrInvalidName), err)
+	require.True(t, errors.Is(err, backend.ErrInvalidName), err)
 }
 
 func TestCleanPrefixDeletesOnlyItsPrefix(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 // The demo leaves a dead letter under its own prefix; the commands its last lines suggest
@@ -31,7 +31,7 @@ func TestToolsWorkOnWhatTheDemoLeaves(t *testing.T) {
 
 	be, err := list.New(srv.Client(t), list.Options{Prefix: DemoPrefixDefault})
 	require.NoError(t, err)
-	dls, err := be.DeadLetters(ctx, &pubsub.DeadLettersParams{Topic: demoTopic, Group: demoGroup})
+	dls, err := be.DeadLetters(ctx, &backend.DeadLettersParams{Topic: demoTopic, Group: demoGroup})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 

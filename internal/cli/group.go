@@ -7,9 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/relq/relq/backend"
 	"github.com/spf13/cobra"
-
-	"github.com/relq/relq/pubsub"
 )
 
 func newGroupCommand(env Env) *cobra.Command {
@@ -147,7 +146,7 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 				return g.explain("delete "+g.name(), err)
 			}
 			fmt.Fprintf(out, "Deleted group %s, which held %s.\n", g.describe(), countsText(st))
-			if _, err := g.admin.Topic(ctx, g.ref.topic); errors.Is(err, pubsub.ErrTopicNotFound) {
+			if _, err := g.admin.Topic(ctx, g.ref.topic); errors.Is(err, backend.ErrTopicNotFound) {
 				fmt.Fprintf(out, "It was the last group of topic %s, which had no backlog: every key of the topic is gone too, but the group's tombstone, which expires after the backend's TombstoneTTL.\n", g.ref.topic)
 			}
 			return nil
@@ -159,7 +158,7 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 
 // countsText is "28 ready, 1 delayed and 1 dead messages", the zeros left out, or "no
 // messages".
-func countsText(st pubsub.Stats) string {
+func countsText(st backend.Stats) string {
 	var parts []string
 	for _, c := range []struct {
 		n    int64

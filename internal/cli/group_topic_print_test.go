@@ -9,16 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 func TestGroupLsPauseResume(t *testing.T) {
 	t.Parallel()
 	a := shop()
 	a.add("replies", "req-1")
-	a.topics["replies"].groups["req-1"].info = pubsub.GroupInfo{Topic: "replies", Name: "req-1", Ephemeral: true, Expires: shopDue}
+	a.topics["replies"].groups["req-1"].info = backend.GroupInfo{Topic: "replies", Name: "req-1", Ephemeral: true, Expires: shopDue}
 	billing := a.topics["orders"].groups["billing"]
 	billing.reregistered, billing.reregisteredAt = 2, time.Now().Add(-3*time.Minute)
 	r := memRun{admins: []*memAdmin{a}, width: 200}
@@ -71,7 +70,7 @@ func TestGroupDeleteAsksAndSaysWhenTheTopicWentWithIt(t *testing.T) {
 	require.Equal(t, `Deleted group orders/audit (list backend, prefix "relq"), which held no messages.`+"\n"+
 		"It was the last group of topic orders, which had no backlog: every key of the topic is gone too, but the group's tombstone, which expires after the backend's TombstoneTTL.\n", out)
 	_, err := a.Topic(t.Context(), "orders")
-	require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+	require.ErrorIs(t, err, backend.ErrTopicNotFound)
 }
 
 func TestTopicLsShowDelete(t *testing.T) {
@@ -112,7 +111,7 @@ func TestTopicLsShowDelete(t *testing.T) {
 	require.Equal(t, `Deleted topic orders (list backend, prefix "relq"): 2 groups (audit, billing) with 5 ready, 1 delayed, 2 pending `+
 		"and 1 dead messages, and a backlog of 0. A publish to it creates it again, with message IDs above the old ones.\n", out)
 	_, err := a.Topic(t.Context(), "orders")
-	require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+	require.ErrorIs(t, err, backend.ErrTopicNotFound)
 
 	r.terminalIn, r.in = false, ""
 	code, out, _ = r.run(t, "topic", "rm", "signups", "--yes")
@@ -154,8 +153,8 @@ func TestAdminVerbsNeedTheAdminAPI(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := Main(t.Context(), []string{"topic", "ls"}, Env{Out: &out, Err: &errOut, Getenv: func(string) string { return "" },
 		dial: func(_ context.Context, o *connOptions) (*session, error) {
-			return &session{prefix: o.prefix, backends: []*backend{{name: "list", finder: noAdmin{shop()}}}}, nil
+			return &session{prefix: o.prefix, backends: []*source{{name: "list", finder: noAdmin{shop()}}}}, nil
 		}})
 	require.Equal(t, 1, code)
-	require.Equal(t, "relq: the list backend of this build has no Admin API (pubsub.Admin), which this command needs\n", errOut.String())
+	require.Equal(t, "relq: the list backend of this build has no Admin API (backend.Admin), which this command needs\n", errOut.String())
 }

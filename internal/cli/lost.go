@@ -10,11 +10,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // reregCell is a group's re-registrations in a table cell: "0", or "2 (3m0s ago)".
-func reregCell(st pubsub.Stats) string {
+func reregCell(st backend.Stats) string {
 	n := st.Counters.Reregistered
 	if n == 0 || st.ReregisteredAt.IsZero() {
 		return num(n)

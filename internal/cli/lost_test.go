@@ -11,7 +11,7 @@ import (
 
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // forget deletes every key of topic, as FLUSHALL or another client's DEL would.
@@ -24,9 +24,9 @@ func (f *fixture) forget(topic string) {
 
 // registerAgain registers group again, as its running subscription does when it finds the
 // group's keys gone (known: the re-registrations it knows of), and returns what it did.
-func (f *fixture) registerAgain(b pubsub.Backend, topic, group string, known int64) pubsub.RegisterAgainResult {
+func (f *fixture) registerAgain(b backend.Backend, topic, group string, known int64) backend.RegisterAgainResult {
 	f.t.Helper()
-	res, err := b.RegisterAgain(f.ctx, &pubsub.RegisterAgainParams{Topic: topic, Group: group, Known: known})
+	res, err := b.RegisterAgain(f.ctx, &backend.RegisterAgainParams{Topic: topic, Group: group, Known: known})
 	require.NoError(f.t, err)
 	require.True(f.t, res.Registered)
 	return res
@@ -34,7 +34,7 @@ func (f *fixture) registerAgain(b pubsub.Backend, topic, group string, known int
 
 func TestStatsAndGroupLsShowReregistrations(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, f *fixture, b pubsub.Backend) {
+	eachBackend(t, func(t *testing.T, f *fixture, b backend.Backend) {
 		f.group(b, "orders", "billing")
 		f.group(b, "orders", "audit")
 		f.publish(b, "orders", 2, 0)
@@ -71,7 +71,7 @@ func TestTopicShowCountsBacklogDrops(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			// The publisher's backend keeps a backlog of 3; relq reads what it dropped.
-			var b pubsub.Backend
+			var b backend.Backend
 			var err error
 			if name == "list" {
 				b, err = list.New(f.c, list.Options{Prefix: f.prefix, BacklogLimit: 3})
@@ -79,7 +79,7 @@ func TestTopicShowCountsBacklogDrops(t *testing.T) {
 				b, err = zset.New(f.c, zset.Options{Prefix: f.prefix, BacklogLimit: 3})
 			}
 			require.NoError(t, err)
-			res, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: "signups", Messages: make([]pubsub.OutMessage, 5)})
+			res, err := b.Publish(f.ctx, &backend.PublishParams{Topic: "signups", Messages: make([]backend.OutMessage, 5)})
 			require.NoError(t, err)
 			require.EqualValues(t, 2, res.BacklogDropped)
 

@@ -1,6 +1,6 @@
 package cli
 
-// memAdmin: an in-memory pubsub.Admin, for tests of what the Admin verbs print and ask
+// memAdmin: an in-memory backend.Admin, for tests of what the Admin verbs print and ask
 // (tables, widths, paging, confirmations, error messages) without Redis. It models no
 // backend: no claims, leases or clocks, only the state that the listings read. What the
 // verbs do to real data is tested against the real backends in admin_verbs_test.go.
@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 type memAdmin struct {
-	pubsub.Backend // nil: the verbs must not use the data plane
+	backend.Backend // nil: the verbs must not use the data plane
 
 	name   string
 	mu     sync.Mutex
@@ -34,14 +34,14 @@ type memTopic struct {
 }
 
 type memGroup struct {
-	info pubsub.GroupInfo
-	msgs []pubsub.MessageInfo // in listing order within each state
+	info backend.GroupInfo
+	msgs []backend.MessageInfo // in listing order within each state
 	// reregistered and reregisteredAt are Stats' Counters.Reregistered and ReregisteredAt.
 	reregistered   int64
 	reregisteredAt time.Time
 }
 
-var _ pubsub.Admin = (*memAdmin)(nil)
+var _ backend.Admin = (*memAdmin)(nil)
 var _ finder = (*memAdmin)(nil)
 
 func newMemAdmin(name string) *memAdmin {
@@ -49,7 +49,7 @@ func newMemAdmin(name string) *memAdmin {
 }
 
 // add puts messages into group of topic, registering both.
-func (a *memAdmin) add(topic, group string, msgs ...pubsub.MessageInfo) *memAdmin {
+func (a *memAdmin) add(topic, group string, msgs ...backend.MessageInfo) *memAdmin {
 	t := a.topics[topic]
 	if t == nil {
 		t = &memTopic{groups: map[string]*memGroup{}}
@@ -60,7 +60,7 @@ func (a *memAdmin) add(topic, group string, msgs ...pubsub.MessageInfo) *memAdmi
 	}
 	g := t.groups[group]
 	if g == nil {
-		g = &memGroup{info: pubsub.GroupInfo{Topic: topic, Name: group}}
+		g = &memGroup{info: backend.GroupInfo{Topic: topic, Name: group}}
 		t.groups[group] = g
 	}
 	for _, m := range msgs {
@@ -73,11 +73,11 @@ func (a *memAdmin) add(topic, group string, msgs ...pubsub.MessageInfo) *memAdmi
 func (a *memAdmin) group(topic, group string) (*memGroup, error) {
 	t := a.topics[topic]
 	if t == nil {
-		return nil, pubsub.ErrTopicNotFound
+		return nil, backend.ErrTopicNotFound
 	}
 	g := t.groups[group]
 	if g == nil {
-		return nil, pubsub.ErrGroupNotFound
+		return nil, backend.ErrGroupNotFound
 	}
 	return g, nil
 }
@@ -106,23 +106,23 @@ func (a *memAdmin) Groups(_ context.Context, topic string) ([]string, error) {
 	return info.Groups, err
 }
 
-func (a *memAdmin) ListTopics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+func (a *memAdmin) ListTopics(ctx context.Context) ([]backend.TopicInfo, error) {
 	names, _ := a.Topics(ctx)
-	infos := make([]pubsub.TopicInfo, len(names))
+	infos := make([]backend.TopicInfo, len(names))
 	for i, n := range names {
 		infos[i], _ = a.Topic(ctx, n)
 	}
 	return infos, nil
 }
 
-func (a *memAdmin) Topic(_ context.Context, topic string) (pubsub.TopicInfo, error) {
+func (a *memAdmin) Topic(_ context.Context, topic string) (backend.TopicInfo, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t := a.topics[topic]
 	if t == nil {
-		return pubsub.TopicInfo{}, pubsub.ErrTopicNotFound
+		return backend.TopicInfo{}, backend.ErrTopicNotFound
 	}
-	info := pubsub.TopicInfo{Name: topic, Backlog: t.backlog, BacklogDropped: t.dropped}
+	info := backend.TopicInfo{Name: topic, Backlog: t.backlog, BacklogDropped: t.dropped}
 	for g := range t.groups {
 		info.Groups = append(info.Groups, g)
 	}
@@ -130,38 +130,38 @@ func (a *memAdmin) Topic(_ context.Context, topic string) (pubsub.TopicInfo, err
 	return info, nil
 }
 
-func (a *memAdmin) ListGroups(ctx context.Context, topic string) ([]pubsub.GroupInfo, error) {
+func (a *memAdmin) ListGroups(ctx context.Context, topic string) ([]backend.GroupInfo, error) {
 	info, err := a.Topic(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []pubsub.GroupInfo
+	var out []backend.GroupInfo
 	for _, g := range info.Groups {
 		out = append(out, a.topics[topic].groups[g].info)
 	}
 	return out, nil
 }
 
-func (a *memAdmin) Stats(_ context.Context, p *pubsub.StatsParams) (pubsub.Stats, error) {
+func (a *memAdmin) Stats(_ context.Context, p *backend.StatsParams) (backend.Stats, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g, err := a.group(p.Topic, p.Group)
 	if err != nil {
-		return pubsub.Stats{}, err
+		return backend.Stats{}, err
 	}
-	st := pubsub.Stats{Topic: p.Topic, Group: p.Group, Paused: g.info.Paused, ReregisteredAt: g.reregisteredAt,
-		Counters: pubsub.Counters{Reregistered: g.reregistered}}
+	st := backend.Stats{Topic: p.Topic, Group: p.Group, Paused: g.info.Paused, ReregisteredAt: g.reregisteredAt,
+		Counters: backend.Counters{Reregistered: g.reregistered}}
 	for _, m := range g.msgs {
 		switch m.State {
-		case pubsub.StateReady:
+		case backend.StateReady:
 			st.Ready++
-		case pubsub.StateDelayed:
+		case backend.StateDelayed:
 			st.Delayed++
-		case pubsub.StatePending:
+		case backend.StatePending:
 			st.Pending++
-		case pubsub.StateDead:
+		case backend.StateDead:
 			st.Dead++
 		}
 	}
@@ -169,14 +169,14 @@ func (a *memAdmin) Stats(_ context.Context, p *pubsub.StatsParams) (pubsub.Stats
 }
 
 // Messages pages by position among the state's messages: the cursor is "at:<index>".
-func (a *memAdmin) Messages(_ context.Context, p *pubsub.MessagesParams) (pubsub.MessagePage, error) {
+func (a *memAdmin) Messages(_ context.Context, p *backend.MessagesParams) (backend.MessagePage, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g, err := a.group(p.Topic, p.Group)
 	if err != nil {
-		return pubsub.MessagePage{}, err
+		return backend.MessagePage{}, err
 	}
-	var in []pubsub.MessageInfo
+	var in []backend.MessageInfo
 	for _, m := range g.msgs {
 		if m.State == p.State {
 			in = append(in, m)
@@ -186,7 +186,7 @@ func (a *memAdmin) Messages(_ context.Context, p *pubsub.MessagesParams) (pubsub
 	if p.Cursor != "" {
 		n, ok := strings.CutPrefix(p.Cursor, "at:")
 		if from, err = strconv.Atoi(n); !ok || err != nil || from < 0 || from > len(in) {
-			return pubsub.MessagePage{}, pubsub.ErrBadCursor
+			return backend.MessagePage{}, backend.ErrBadCursor
 		}
 	}
 	count := p.Count
@@ -194,36 +194,36 @@ func (a *memAdmin) Messages(_ context.Context, p *pubsub.MessagesParams) (pubsub
 		count = 100
 	}
 	to := min(from+count, len(in))
-	page := pubsub.MessagePage{Messages: in[from:to]}
+	page := backend.MessagePage{Messages: in[from:to]}
 	if to < len(in) {
 		page.Next = "at:" + strconv.Itoa(to)
 	}
 	return page, nil
 }
 
-func (a *memAdmin) find(p *pubsub.MessageParams) (*memGroup, int, error) {
+func (a *memAdmin) find(p *backend.MessageParams) (*memGroup, int, error) {
 	g, err := a.group(p.Topic, p.Group)
 	if err != nil {
 		return nil, 0, err
 	}
-	i := slices.IndexFunc(g.msgs, func(m pubsub.MessageInfo) bool { return m.ID == p.ID })
+	i := slices.IndexFunc(g.msgs, func(m backend.MessageInfo) bool { return m.ID == p.ID })
 	if i < 0 {
-		return nil, 0, pubsub.ErrMessageNotFound
+		return nil, 0, backend.ErrMessageNotFound
 	}
 	return g, i, nil
 }
 
-func (a *memAdmin) Message(_ context.Context, p *pubsub.MessageParams) (pubsub.MessageInfo, error) {
+func (a *memAdmin) Message(_ context.Context, p *backend.MessageParams) (backend.MessageInfo, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g, i, err := a.find(p)
 	if err != nil {
-		return pubsub.MessageInfo{}, err
+		return backend.MessageInfo{}, err
 	}
 	return g.msgs[i], nil
 }
 
-func (a *memAdmin) DeleteMessage(_ context.Context, p *pubsub.MessageParams) error {
+func (a *memAdmin) DeleteMessage(_ context.Context, p *backend.MessageParams) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g, i, err := a.find(p)
@@ -233,29 +233,29 @@ func (a *memAdmin) DeleteMessage(_ context.Context, p *pubsub.MessageParams) err
 	return err
 }
 
-func (a *memAdmin) RunMessage(_ context.Context, p *pubsub.MessageParams) error {
+func (a *memAdmin) RunMessage(_ context.Context, p *backend.MessageParams) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g, i, err := a.find(p)
 	switch {
 	case err != nil:
 		return err
-	case g.msgs[i].State != pubsub.StateDelayed:
-		return pubsub.ErrNotDelayed
+	case g.msgs[i].State != backend.StateDelayed:
+		return backend.ErrNotDelayed
 	}
-	g.msgs[i].State = pubsub.StateReady
+	g.msgs[i].State = backend.StateReady
 	return nil
 }
 
-func (a *memAdmin) DeadLetters(context.Context, *pubsub.DeadLettersParams) ([]pubsub.DeadLetter, error) {
+func (a *memAdmin) DeadLetters(context.Context, *backend.DeadLettersParams) ([]backend.DeadLetter, error) {
 	panic("memAdmin: DeadLetters is not modelled")
 }
 
-func (a *memAdmin) RequeueDeadLetters(context.Context, *pubsub.RequeueParams) (int, error) {
+func (a *memAdmin) RequeueDeadLetters(context.Context, *backend.RequeueParams) (int, error) {
 	panic("memAdmin: RequeueDeadLetters is not modelled")
 }
 
-func (a *memAdmin) PurgeDeadLetters(context.Context, *pubsub.PurgeParams) (int, error) {
+func (a *memAdmin) PurgeDeadLetters(context.Context, *backend.PurgeParams) (int, error) {
 	panic("memAdmin: PurgeDeadLetters is not modelled")
 }
 
@@ -296,7 +296,7 @@ func (a *memAdmin) DeleteTopic(_ context.Context, topic string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.topics[topic] == nil {
-		return pubsub.ErrTopicNotFound
+		return backend.ErrTopicNotFound
 	}
 	delete(a.topics, topic)
 	return nil
@@ -325,7 +325,7 @@ func (r memRun) run(t *testing.T, args ...string) (int, string, string) {
 			s := &session{where: "redis://mem:6379 (test)", prefix: o.prefix, user: "default"}
 			for _, a := range r.admins {
 				if o.backend == "auto" || o.backend == a.name {
-					s.backends = append(s.backends, &backend{name: a.name, finder: a})
+					s.backends = append(s.backends, &source{name: a.name, finder: a})
 				}
 			}
 			return s, nil

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/spf13/cobra"
-
-	"github.com/relq/relq/pubsub"
 )
 
 // Bounds of msg ls --count: a page is one Redis call, O(count · log N).
@@ -69,7 +68,7 @@ messages are in a Redis LIST: there a page cannot start deeper than 10,000 messa
   relq msg ls orders billing --state delayed --count 100 --cursor 1764511200000-17`,
 		Args: argsNamed("TOPIC", "GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			state, err := pubsub.ParseState(opts.state)
+			state, err := backend.ParseState(opts.state)
 			if err != nil {
 				return err
 			}
@@ -98,11 +97,11 @@ type msgLister struct {
 	g     *adminGroup
 	env   Env
 	out   io.Writer
-	state pubsub.MessageState
+	state backend.MessageState
 	opts  msgLsOptions
 }
 
-func (l *msgLister) run(cmd *cobra.Command, st pubsub.Stats) error {
+func (l *msgLister) run(cmd *cobra.Command, st backend.Stats) error {
 	ctx := cmd.Context()
 	var pg *pager
 	if l.env.IsTerminal(l.out) {
@@ -110,7 +109,7 @@ func (l *msgLister) run(cmd *cobra.Command, st pubsub.Stats) error {
 	}
 	cursor, shown, empty := l.opts.cursor, 0, 0
 	for {
-		page, err := l.g.admin.Messages(ctx, &pubsub.MessagesParams{
+		page, err := l.g.admin.Messages(ctx, &backend.MessagesParams{
 			Topic: l.g.ref.topic, Group: l.g.group, State: l.state, Cursor: cursor, Count: l.opts.count})
 		if err != nil {
 			return l.g.explain(fmt.Sprintf("%s messages of %s", l.state, l.g.name()), err)
@@ -147,23 +146,23 @@ func (l *msgLister) run(cmd *cobra.Command, st pubsub.Stats) error {
 	}
 }
 
-var stateTitle = map[pubsub.MessageState]string{
-	pubsub.StateReady: "Ready messages", pubsub.StateDelayed: "Delayed messages",
-	pubsub.StatePending: "Pending messages", pubsub.StateDead: "Dead letters",
+var stateTitle = map[backend.MessageState]string{
+	backend.StateReady: "Ready messages", backend.StateDelayed: "Delayed messages",
+	backend.StatePending: "Pending messages", backend.StateDead: "Dead letters",
 }
 
-var stateOrder = map[pubsub.MessageState]string{
-	pubsub.StateReady: "in delivery order", pubsub.StateDelayed: "soonest due first",
-	pubsub.StatePending: "soonest lease expiry first", pubsub.StateDead: "oldest first",
+var stateOrder = map[backend.MessageState]string{
+	backend.StateReady: "in delivery order", backend.StateDelayed: "soonest due first",
+	backend.StatePending: "soonest lease expiry first", backend.StateDead: "oldest first",
 }
 
-func stateCount(st pubsub.Stats, state pubsub.MessageState) int64 {
+func stateCount(st backend.Stats, state backend.MessageState) int64 {
 	switch state {
-	case pubsub.StateReady:
+	case backend.StateReady:
 		return st.Ready
-	case pubsub.StateDelayed:
+	case backend.StateDelayed:
 		return st.Delayed
-	case pubsub.StatePending:
+	case backend.StatePending:
 		return st.Pending
 	}
 	return st.Dead
@@ -171,44 +170,44 @@ func stateCount(st pubsub.Stats, state pubsub.MessageState) int64 {
 
 // table prints one page: the columns depend on the state; the payload or the reason comes
 // last, cut to the width.
-func (l *msgLister) table(msgs []pubsub.MessageInfo) error {
+func (l *msgLister) table(msgs []backend.MessageInfo) error {
 	prio := l.g.ref.label() == "zset"
 	var head []string
 	switch l.state {
-	case pubsub.StateReady:
+	case backend.StateReady:
 		head = []string{"ID", "ATTEMPTS"}
-	case pubsub.StateDelayed:
+	case backend.StateDelayed:
 		head = []string{"ID", "DUE", "ATTEMPTS"}
-	case pubsub.StatePending:
+	case backend.StatePending:
 		head = []string{"ID", "CONSUMER", "LEASE LEFT", "ATTEMPTS"}
-	case pubsub.StateDead:
+	case backend.StateDead:
 		head = []string{"ID", "ATTEMPTS", "DEAD-LETTERED AT"}
 	}
-	if prio && l.state != pubsub.StateDead {
+	if prio && l.state != backend.StateDead {
 		head = append(head, "PRIORITY")
 	}
 	last := "PAYLOAD"
-	if l.state == pubsub.StateDead {
+	if l.state == backend.StateDead {
 		last = "REASON"
 	}
 	t := newTable(l.out, widthOf(l.env, l.out), append(head, "UUID", last)...)
 	for _, m := range msgs {
 		var row []string
 		switch l.state {
-		case pubsub.StateReady:
+		case backend.StateReady:
 			row = []string{oneLine(m.ID), fmt.Sprint(m.Attempts)}
-		case pubsub.StateDelayed:
+		case backend.StateDelayed:
 			row = []string{oneLine(m.ID), timestamp(m.Due), fmt.Sprint(m.Attempts)}
-		case pubsub.StatePending:
+		case backend.StatePending:
 			row = []string{oneLine(m.ID), oneLine(m.Consumer), leaseText(m.LeaseLeft), fmt.Sprint(m.Attempts)}
-		case pubsub.StateDead:
+		case backend.StateDead:
 			row = []string{oneLine(m.ID), fmt.Sprint(m.Attempts), timestamp(m.DeadAt)}
 		}
-		if prio && l.state != pubsub.StateDead {
+		if prio && l.state != backend.StateDead {
 			row = append(row, fmt.Sprint(m.Priority))
 		}
 		lastCell := payloadCell(m)
-		if l.state == pubsub.StateDead {
+		if l.state == backend.StateDead {
 			lastCell = oneLine(m.Reason)
 		}
 		t.row(append(row, uuidCell(m), lastCell)...)
@@ -216,7 +215,7 @@ func (l *msgLister) table(msgs []pubsub.MessageInfo) error {
 	return t.flush()
 }
 
-func uuidCell(m pubsub.MessageInfo) string {
+func uuidCell(m backend.MessageInfo) string {
 	switch {
 	case m.BodyMissing:
 		return "(body missing)"
@@ -226,7 +225,7 @@ func uuidCell(m pubsub.MessageInfo) string {
 	return oneLine(m.Envelope.UUID)
 }
 
-func payloadCell(m pubsub.MessageInfo) string {
+func payloadCell(m backend.MessageInfo) string {
 	switch {
 	case m.BodyMissing:
 		return "-"

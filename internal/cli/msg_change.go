@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/relq/relq/backend"
 	"github.com/spf13/cobra"
-
-	"github.com/relq/relq/pubsub"
 )
 
 func newMsgRmCommand(env Env, conn *connOptions) *cobra.Command {
@@ -33,8 +32,8 @@ input) unless --yes is given; when standard input is not a terminal it refuses w
 				oneLine(id), whereIs(m), g.describe(), g.s.where)); err != nil {
 				return err
 			}
-			err = g.admin.DeleteMessage(cmd.Context(), &pubsub.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
-			if errors.Is(err, pubsub.ErrMessageNotFound) {
+			err = g.admin.DeleteMessage(cmd.Context(), &backend.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
+			if errors.Is(err, backend.ErrMessageNotFound) {
 				return g.noMessage(id)
 			}
 			if err != nil {
@@ -59,11 +58,11 @@ where it is (relq dead requeue puts a dead letter back).`,
 		Args:    argsNamed("TOPIC", "GROUP", "ID"),
 		RunE: onGroup(env, conn, func(cmd *cobra.Command, g *adminGroup, args []string) error {
 			id := args[2]
-			err := g.admin.RunMessage(cmd.Context(), &pubsub.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
+			err := g.admin.RunMessage(cmd.Context(), &backend.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
 			switch {
-			case errors.Is(err, pubsub.ErrMessageNotFound):
+			case errors.Is(err, backend.ErrMessageNotFound):
 				return g.noMessage(id)
-			case errors.Is(err, pubsub.ErrNotDelayed):
+			case errors.Is(err, backend.ErrNotDelayed):
 				return g.notDelayed(cmd, id)
 			case err != nil:
 				return g.explain(fmt.Sprintf("run message %q of %s", id, g.name()), err)
@@ -83,9 +82,9 @@ func (g *adminGroup) notDelayed(cmd *cobra.Command, id string) error {
 	}
 	msg := fmt.Sprintf("message %s of %s is %s, not delayed", oneLine(id), g.describe(), whereIs(m))
 	switch m.State {
-	case pubsub.StateReady:
+	case backend.StateReady:
 		return errors.New(msg + ": it is due already, the group's next claim can take it")
-	case pubsub.StateDead:
+	case backend.StateDead:
 		return fmt.Errorf("%s: relq dead requeue --topic %s --group %s %s puts it back to ready",
 			msg, g.ref.topic, g.group, shellQuote(id))
 	}
@@ -94,13 +93,13 @@ func (g *adminGroup) notDelayed(cmd *cobra.Command, id string) error {
 
 // whereIs is a message's state in words: "ready", "delayed, due ...", "pending, held by c1",
 // "a dead letter".
-func whereIs(m pubsub.MessageInfo) string {
+func whereIs(m backend.MessageInfo) string {
 	switch m.State {
-	case pubsub.StateDelayed:
+	case backend.StateDelayed:
 		return "delayed, due " + timestamp(m.Due)
-	case pubsub.StatePending:
+	case backend.StatePending:
 		return "pending, held by " + oneLine(m.Consumer)
-	case pubsub.StateDead:
+	case backend.StateDead:
 		return "a dead letter"
 	}
 	return string(m.State)

@@ -11,9 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 var (
@@ -26,21 +25,21 @@ var (
 // orders/audit, and payments/ledger.
 func shop() *memAdmin {
 	return newMemAdmin("list").add("orders", "billing",
-		pubsub.MessageInfo{ID: "1", State: pubsub.StateReady, Envelope: pubsub.Envelope{UUID: "u-json",
+		backend.MessageInfo{ID: "1", State: backend.StateReady, Envelope: backend.Envelope{UUID: "u-json",
 			Metadata: map[string]string{"tenant": "acme", "order": "42", "evil": "\x1b[31mred"},
 			Payload:  []byte(`{"order": 42, "items": ["a", "b"]}`)}},
-		pubsub.MessageInfo{ID: "2", State: pubsub.StateReady, Attempts: 1, Envelope: pubsub.Envelope{UUID: "u-text", Payload: []byte("hello\nworld")}},
-		pubsub.MessageInfo{ID: "3", State: pubsub.StateReady, Envelope: pubsub.Envelope{UUID: "u-bin", Payload: []byte{0, 1, 0xff, 'h', 'i'}}},
-		pubsub.MessageInfo{ID: "4", State: pubsub.StateDelayed, Attempts: 1, Due: shopDue, Envelope: pubsub.Envelope{UUID: "u-later", Payload: []byte("later")}},
-		pubsub.MessageInfo{ID: "5", State: pubsub.StatePending, Attempts: 2, Consumer: "worker-1", LeaseLeft: 28100 * time.Millisecond,
-			Since: shopDeadAt, Envelope: pubsub.Envelope{UUID: "u-held", Payload: []byte("held")}},
-		pubsub.MessageInfo{ID: "6", State: pubsub.StatePending, Attempts: 1, Consumer: "worker-2", LeaseLeft: -3 * time.Second,
-			Envelope: pubsub.Envelope{UUID: "u-lost", Payload: []byte("lost")}},
-		pubsub.MessageInfo{ID: "7", State: pubsub.StateDead, Attempts: 3, DeadAt: shopDeadAt, Reason: longReason,
-			Envelope: pubsub.Envelope{UUID: "u-dead", Payload: []byte("poison")}},
-		pubsub.MessageInfo{ID: "8", State: pubsub.StateReady, Raw: []byte{0x7b, 1, 2},
+		backend.MessageInfo{ID: "2", State: backend.StateReady, Attempts: 1, Envelope: backend.Envelope{UUID: "u-text", Payload: []byte("hello\nworld")}},
+		backend.MessageInfo{ID: "3", State: backend.StateReady, Envelope: backend.Envelope{UUID: "u-bin", Payload: []byte{0, 1, 0xff, 'h', 'i'}}},
+		backend.MessageInfo{ID: "4", State: backend.StateDelayed, Attempts: 1, Due: shopDue, Envelope: backend.Envelope{UUID: "u-later", Payload: []byte("later")}},
+		backend.MessageInfo{ID: "5", State: backend.StatePending, Attempts: 2, Consumer: "worker-1", LeaseLeft: 28100 * time.Millisecond,
+			Since: shopDeadAt, Envelope: backend.Envelope{UUID: "u-held", Payload: []byte("held")}},
+		backend.MessageInfo{ID: "6", State: backend.StatePending, Attempts: 1, Consumer: "worker-2", LeaseLeft: -3 * time.Second,
+			Envelope: backend.Envelope{UUID: "u-lost", Payload: []byte("lost")}},
+		backend.MessageInfo{ID: "7", State: backend.StateDead, Attempts: 3, DeadAt: shopDeadAt, Reason: longReason,
+			Envelope: backend.Envelope{UUID: "u-dead", Payload: []byte("poison")}},
+		backend.MessageInfo{ID: "8", State: backend.StateReady, Raw: []byte{0x7b, 1, 2},
 			Err: errors.New("relq: corrupt entry: unknown envelope version 123")},
-		pubsub.MessageInfo{ID: "9", State: pubsub.StateReady, BodyMissing: true},
+		backend.MessageInfo{ID: "9", State: backend.StateReady, BodyMissing: true},
 	).add("orders", "audit").add("payments", "ledger")
 }
 
@@ -86,7 +85,7 @@ func TestMsgLsPrintsEachStatesColumns(t *testing.T) {
 func TestMsgLsShowsPrioritiesOnZset(t *testing.T) {
 	t.Parallel()
 	a := newMemAdmin("zset").add("reminders", "default",
-		pubsub.MessageInfo{ID: "1", State: pubsub.StateReady, Priority: 5, Envelope: pubsub.Envelope{UUID: "u1", Payload: []byte("x")}})
+		backend.MessageInfo{ID: "1", State: backend.StateReady, Priority: 5, Envelope: backend.Envelope{UUID: "u1", Payload: []byte("x")}})
 	code, out, _ := memRun{admins: []*memAdmin{a}}.run(t, "msg", "ls", "reminders", "default")
 	require.Equal(t, 0, code)
 	require.Regexp(t, `(?m)^ID\s+ATTEMPTS\s+PRIORITY\s+UUID\s+PAYLOAD$`, out)
@@ -260,7 +259,7 @@ func TestMsgRmAsksFirst(t *testing.T) {
 	t.Parallel()
 	a := shop()
 	held := func(id string) bool {
-		_, err := a.Message(t.Context(), &pubsub.MessageParams{Topic: "orders", Group: "billing", ID: id})
+		_, err := a.Message(t.Context(), &backend.MessageParams{Topic: "orders", Group: "billing", ID: id})
 		return err == nil
 	}
 
@@ -302,9 +301,9 @@ func TestMsgRunSaysWhereAMessageIs(t *testing.T) {
 	code, out, _ := r.run(t, "msg", "run", "orders", "billing", "4")
 	require.Equal(t, 0, code)
 	require.Equal(t, "Message 4 of orders/billing (list backend, prefix \"relq\") is due now: the group's next claim can take it.\n", out)
-	m, err := a.Message(t.Context(), &pubsub.MessageParams{Topic: "orders", Group: "billing", ID: "4"})
+	m, err := a.Message(t.Context(), &backend.MessageParams{Topic: "orders", Group: "billing", ID: "4"})
 	require.NoError(t, err)
-	require.Equal(t, pubsub.StateReady, m.State)
+	require.Equal(t, backend.StateReady, m.State)
 
 	for id, want := range map[string]string{
 		"4": `relq: message 4 of orders/billing (list backend, prefix "relq") is ready, not delayed: it is due already, the group's next claim can take it`,

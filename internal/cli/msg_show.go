@@ -7,9 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/spf13/cobra"
-
-	"github.com/relq/relq/pubsub"
 )
 
 func newMsgShowCommand(env Env, conn *connOptions) *cobra.Command {
@@ -48,9 +47,9 @@ the payload bytes alone, unchanged, for a file or a pipe.`,
 }
 
 // message reads one message of the group.
-func (g *adminGroup) message(cmd *cobra.Command, id string) (pubsub.MessageInfo, error) {
-	m, err := g.admin.Message(cmd.Context(), &pubsub.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
-	if errors.Is(err, pubsub.ErrMessageNotFound) {
+func (g *adminGroup) message(cmd *cobra.Command, id string) (backend.MessageInfo, error) {
+	m, err := g.admin.Message(cmd.Context(), &backend.MessageParams{Topic: g.ref.topic, Group: g.group, ID: id})
+	if errors.Is(err, backend.ErrMessageNotFound) {
 		return m, g.noMessage(id)
 	}
 	if err != nil {
@@ -64,7 +63,7 @@ func field(w io.Writer, label, value string) {
 	fmt.Fprintf(w, "  %-18s%s\n", label+":", value)
 }
 
-func writeMessage(w io.Writer, g *adminGroup, m pubsub.MessageInfo) {
+func writeMessage(w io.Writer, g *adminGroup, m backend.MessageInfo) {
 	fmt.Fprintf(w, "Message %s of %s\n", oneLine(m.ID), g.describe())
 	field(w, "state", string(m.State))
 	field(w, "attempts", fmt.Sprint(m.Attempts))
@@ -72,9 +71,9 @@ func writeMessage(w io.Writer, g *adminGroup, m pubsub.MessageInfo) {
 		field(w, "priority", fmt.Sprint(m.Priority))
 	}
 	switch m.State {
-	case pubsub.StateDelayed:
+	case backend.StateDelayed:
 		field(w, "due", timestamp(m.Due)+" ("+fromNow(m.Due)+")")
-	case pubsub.StatePending:
+	case backend.StatePending:
 		field(w, "consumer", oneLine(m.Consumer))
 		if !m.Since.IsZero() {
 			field(w, "claimed at", timestamp(m.Since))
@@ -84,10 +83,10 @@ func writeMessage(w io.Writer, g *adminGroup, m pubsub.MessageInfo) {
 			lease += ": the next reclaim gives it to another consumer"
 		}
 		field(w, "lease left", lease)
-	case pubsub.StateDead:
+	case backend.StateDead:
 		field(w, "dead-lettered at", timestamp(m.DeadAt))
 	}
-	if m.Reason != "" || m.State == pubsub.StateDead {
+	if m.Reason != "" || m.State == backend.StateDead {
 		field(w, "reason", oneLine(m.Reason))
 	}
 	switch {
@@ -97,7 +96,7 @@ func writeMessage(w io.Writer, g *adminGroup, m pubsub.MessageInfo) {
 		if m.Err != nil {
 			field(w, "decode error", oneLine(m.Err.Error()))
 		}
-		writeEnvelope(w, pubsub.Envelope{}, m.Raw)
+		writeEnvelope(w, backend.Envelope{}, m.Raw)
 	default:
 		writeEnvelope(w, m.Envelope, nil)
 	}
@@ -105,7 +104,7 @@ func writeMessage(w io.Writer, g *adminGroup, m pubsub.MessageInfo) {
 
 // writeEnvelope prints a message's UUID, metadata (sorted by key) and payload, or the stored
 // bytes that could not be decoded (raw, when not nil).
-func writeEnvelope(w io.Writer, env pubsub.Envelope, raw []byte) {
+func writeEnvelope(w io.Writer, env backend.Envelope, raw []byte) {
 	if raw != nil {
 		fmt.Fprintf(w, "  the stored entry could not be decoded (%d bytes, %s):\n", len(raw), bytesKind(raw))
 		writeBytes(w, "    ", raw)

@@ -176,7 +176,7 @@ func freePort() (int, error) {
 }
 
 // cleanPrefix deletes every key of prefix: the hash-tagged keys "{prefix:<topic>}..." and
-// any key "prefix:...". Prefix names cannot hold glob characters (pubsub.ValidateName), so
+// any key "prefix:...". Prefix names cannot hold glob characters (backend.ValidateName), so
 // the patterns match this prefix only.
 func cleanPrefix(ctx context.Context, c *redis.Client, prefix string) (int, error) {
 	deleted := 0

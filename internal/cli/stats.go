@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // clearScreen moves the cursor home and clears the terminal (ANSI), before each live frame.
@@ -97,7 +97,7 @@ inspect the Redis your applications use.`,
 // statsRow is the state of one group.
 type statsRow struct {
 	ref topicRef
-	st  pubsub.Stats
+	st  backend.Stats
 }
 
 // stats reads the stats of every group of every topic, or of topic (and group) only.
@@ -122,10 +122,10 @@ func (s *session) stats(ctx context.Context, topic, group string) ([]statsRow, e
 			return nil, err
 		}
 		for _, g := range groups {
-			if (group != "" && g != group) || pubsub.ValidateName("group", g) != nil {
+			if (group != "" && g != group) || backend.ValidateName("group", g) != nil {
 				continue // another program's consumer group (streams) that relq cannot read
 			}
-			st, err := ref.backend.Stats(ctx, &pubsub.StatsParams{Topic: ref.topic, Group: g})
+			st, err := ref.backend.Stats(ctx, &backend.StatsParams{Topic: ref.topic, Group: g})
 			if err != nil {
 				return nil, s.explain(fmt.Errorf("stats of %s/%s: %w", ref.topic, g, err))
 			}

@@ -14,8 +14,8 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 // fixture is one test's relq data on the shared server, under a prefix of its own, written
@@ -26,9 +26,9 @@ type fixture struct {
 	url    string
 	c      redis.UniversalClient
 	prefix string
-	list   pubsub.Backend
-	zset   pubsub.Backend
-	stream pubsub.Backend
+	list   backend.Backend
+	zset   backend.Backend
+	stream backend.Backend
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -51,85 +51,85 @@ func newFixtureOn(t *testing.T, url string, c redis.UniversalClient) *fixture {
 }
 
 // group registers group on topic.
-func (f *fixture) group(b pubsub.Backend, topic, group string) {
+func (f *fixture) group(b backend.Backend, topic, group string) {
 	f.t.Helper()
-	require.NoError(f.t, b.EnsureGroup(f.ctx, &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+	require.NoError(f.t, b.EnsureGroup(f.ctx, &backend.EnsureGroupParams{Topic: topic, Group: group}))
 }
 
 // someGroup registers group default on topic unless it has a group: these tests were written
 // when a publish to a topic without groups registered default, and a publish now goes to
 // the topic's backlog instead (pubsub/lifecycle.go).
-func (f *fixture) someGroup(b pubsub.Backend, topic string) {
+func (f *fixture) someGroup(b backend.Backend, topic string) {
 	f.t.Helper()
 	groups, err := b.Groups(f.ctx, topic)
 	require.NoError(f.t, err)
 	if len(groups) == 0 {
-		f.group(b, topic, pubsub.DefaultGroup)
+		f.group(b, topic, backend.DefaultGroup)
 	}
 }
 
 // publish publishes n messages with payload "msg-<i>" (due after delay) and returns their IDs.
-func (f *fixture) publish(b pubsub.Backend, topic string, n int, delay time.Duration) []string {
+func (f *fixture) publish(b backend.Backend, topic string, n int, delay time.Duration) []string {
 	f.t.Helper()
 	f.someGroup(b, topic)
-	msgs := make([]pubsub.OutMessage, n)
+	msgs := make([]backend.OutMessage, n)
 	for i := range msgs {
-		msgs[i] = pubsub.OutMessage{Delay: delay, Envelope: pubsub.Envelope{
+		msgs[i] = backend.OutMessage{Delay: delay, Envelope: backend.Envelope{
 			UUID: "uuid-" + string(rune('a'+i)), Metadata: map[string]string{"n": string(rune('a' + i))},
 			Payload: []byte("msg-" + string(rune('a'+i)))}}
 	}
-	idsRes, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: msgs})
+	idsRes, err := b.Publish(f.ctx, &backend.PublishParams{Topic: topic, Messages: msgs})
 	ids := idsRes.IDs
 	require.NoError(f.t, err)
 	return ids
 }
 
 // publishOne publishes one message.
-func (f *fixture) publishOne(b pubsub.Backend, topic string, env pubsub.Envelope) string {
+func (f *fixture) publishOne(b backend.Backend, topic string, env backend.Envelope) string {
 	f.t.Helper()
 	f.someGroup(b, topic)
-	idsRes, err := b.Publish(f.ctx, &pubsub.PublishParams{Topic: topic, Messages: []pubsub.OutMessage{{Envelope: env}}})
+	idsRes, err := b.Publish(f.ctx, &backend.PublishParams{Topic: topic, Messages: []backend.OutMessage{{Envelope: env}}})
 	ids := idsRes.IDs
 	require.NoError(f.t, err)
 	return ids[0]
 }
 
 // claim claims n messages of group.
-func (f *fixture) claim(b pubsub.Backend, topic, group string, n int) []pubsub.Delivery {
+func (f *fixture) claim(b backend.Backend, topic, group string, n int) []backend.Delivery {
 	f.t.Helper()
-	ds, err := b.Claim(f.ctx, &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: "c1", Count: n, Lease: time.Minute})
+	ds, err := b.Claim(f.ctx, &backend.ClaimParams{Topic: topic, Group: group, Consumer: "c1", Count: n, Lease: time.Minute})
 	require.NoError(f.t, err)
 	require.Len(f.t, ds, n)
 	return ds
 }
 
 // ack acks deliveries.
-func (f *fixture) ack(b pubsub.Backend, topic, group string, ds ...pubsub.Delivery) {
+func (f *fixture) ack(b backend.Backend, topic, group string, ds ...backend.Delivery) {
 	f.t.Helper()
-	items := make([]pubsub.Held, len(ds))
+	items := make([]backend.Held, len(ds))
 	for i, d := range ds {
-		items[i] = pubsub.Held{ID: d.ID, Attempt: d.Attempt}
+		items[i] = backend.Held{ID: d.ID, Attempt: d.Attempt}
 	}
-	_, err := b.Ack(f.ctx, &pubsub.AckParams{Topic: topic, Group: group, Consumer: "c1", Items: items})
+	_, err := b.Ack(f.ctx, &backend.AckParams{Topic: topic, Group: group, Consumer: "c1", Items: items})
 	require.NoError(f.t, err)
 }
 
 // bury dead-letters claimed deliveries with reason.
-func (f *fixture) bury(b pubsub.Backend, topic, group, reason string, ds ...pubsub.Delivery) {
+func (f *fixture) bury(b backend.Backend, topic, group, reason string, ds ...backend.Delivery) {
 	f.t.Helper()
-	items := make([]pubsub.NackItem, len(ds))
+	items := make([]backend.NackItem, len(ds))
 	for i, d := range ds {
-		items[i] = pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: reason}
+		items[i] = backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: reason}
 	}
-	res, err := b.Nack(f.ctx, &pubsub.NackParams{Topic: topic, Group: group, Consumer: "c1", Items: items})
+	res, err := b.Nack(f.ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "c1", Items: items})
 	require.NoError(f.t, err)
 	require.Equal(f.t, len(ds), res.DeadLettered)
 }
 
 // stats reads a group's stats through b.
-func (f *fixture) stats(b pubsub.Backend, topic, group string) pubsub.Stats {
+func (f *fixture) stats(b backend.Backend, topic, group string) backend.Stats {
 	f.t.Helper()
-	st, err := b.Stats(f.ctx, &pubsub.StatsParams{Topic: topic, Group: group})
+	st, err := b.Stats(f.ctx, &backend.StatsParams{Topic: topic, Group: group})
 	require.NoError(f.t, err)
 	return st
 }

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/relq/relq/backend"
 	"github.com/spf13/cobra"
-
-	"github.com/relq/relq/pubsub"
 )
 
 func newTopicCommand(env Env) *cobra.Command {
@@ -124,7 +123,7 @@ It says what it deletes and asks for confirmation (y/N, read from standard input
 // held says what the topic holds: `2 groups (billing, shipping) with 28 ready and 1 dead
 // messages, and a backlog of 0`.
 func (t *adminTopic) held(ctx context.Context) (string, error) {
-	var sum pubsub.Stats
+	var sum backend.Stats
 	for _, g := range t.info.Groups {
 		if !relqGroup(g) {
 			continue

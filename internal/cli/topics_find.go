@@ -10,20 +10,20 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // topicRef is one topic of the session and the backend whose keys hold it.
 type topicRef struct {
 	topic   string
-	backend *backend
+	backend *source
 }
 
 // label is the backend column: "list", "zset" or "streams".
 func (r topicRef) label() string { return r.backend.name }
 
 // merge turns each backend's topics into refs, sorted by topic, then in the backends' order.
-func merge(found map[*backend][]string, order []*backend) []topicRef {
+func merge(found map[*source][]string, order []*source) []topicRef {
 	var refs []topicRef
 	for _, b := range order {
 		for _, topic := range found[b] {
@@ -36,7 +36,7 @@ func merge(found map[*backend][]string, order []*backend) []topicRef {
 
 // discover returns every topic of the session's backends (a SCAN of the keyspace).
 func (s *session) discover(ctx context.Context) ([]topicRef, error) {
-	found := map[*backend][]string{}
+	found := map[*source][]string{}
 	for _, b := range s.backends {
 		topics, err := b.Topics(ctx)
 		if err != nil {
@@ -50,10 +50,10 @@ func (s *session) discover(ctx context.Context) ([]topicRef, error) {
 // resolve finds topic without a SCAN (HasTopic on each backend), or returns an error that
 // lists the topics that exist.
 func (s *session) resolve(ctx context.Context, topic string) (topicRef, error) {
-	if err := pubsub.ValidateName("topic", topic); err != nil {
+	if err := backend.ValidateName("topic", topic); err != nil {
 		return topicRef{}, err
 	}
-	found := map[*backend][]string{}
+	found := map[*source][]string{}
 	for _, b := range s.backends {
 		ok, err := b.HasTopic(ctx, topic)
 		if err != nil {

@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
-
-	"github.com/relq/relq/pubsub"
 )
 
 // fillEveryBackend writes a topic per backend, and a drained list topic (only its registry,
@@ -18,7 +17,7 @@ func fillEveryBackend(f *fixture) {
 	f.publish(f.zset, "reminders", 1, time.Hour)
 	f.publish(f.stream, "events", 2, 0)
 	f.publish(f.list, "drained", 1, 0)
-	f.bury(f.list, "drained", pubsub.DefaultGroup, "poison", f.claim(f.list, "drained", pubsub.DefaultGroup, 1)...)
+	f.bury(f.list, "drained", backend.DefaultGroup, "poison", f.claim(f.list, "drained", backend.DefaultGroup, 1)...)
 }
 
 func TestTopicsTableShowsEveryBackend(t *testing.T) {

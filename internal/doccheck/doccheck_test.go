@@ -22,8 +22,8 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -44,7 +44,7 @@ var watermillRows = []string{
 	"NewSubscriberReceivesOldMessages",
 }
 
-// replicaWaiterRow is the row saying whether a backend implements pubsub.ReplicaWaiter.
+// replicaWaiterRow is the row saying whether a backend implements backend.ReplicaWaiter.
 const replicaWaiterRow = "ReplicaWaiter"
 
 // flag is one yes/no a backend declares in code, and where, for the failure message.
@@ -58,7 +58,7 @@ type declared map[string]map[string]flag
 
 // newBackends returns the three backends. New makes no round trip (it checks the Redis version
 // on first use), so the client points at an address nothing listens on and is never dialled.
-func newBackends(t *testing.T) []pubsub.Backend {
+func newBackends(t *testing.T) []backend.Backend {
 	t.Helper()
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = client.Close() })
@@ -68,26 +68,26 @@ func newBackends(t *testing.T) []pubsub.Backend {
 	require.NoError(t, err)
 	s, err := streams.New(client, streams.Options{})
 	require.NoError(t, err)
-	return []pubsub.Backend{l, z, s}
+	return []backend.Backend{l, z, s}
 }
 
 // capabilities returns a backend's Capabilities as flags, one per field.
-func capabilities(t *testing.T, b pubsub.Backend) map[string]flag {
+func capabilities(t *testing.T, b backend.Backend) map[string]flag {
 	t.Helper()
 	v := reflect.ValueOf(b.Capabilities())
 	out := map[string]flag{}
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
 		require.Equal(t, reflect.Bool, f.Type.Kind(),
-			"pubsub.Capabilities.%s is a %s: doccheck compares only yes/no fields; teach it the new kind", f.Name, f.Type)
+			"backend.Capabilities.%s is a %s: doccheck compares only yes/no fields; teach it the new kind", f.Name, f.Type)
 		out[f.Name] = flag{value: v.Field(i).Bool(), source: fmt.Sprintf("%s's Capabilities().%s", b.Name(), f.Name)}
 	}
 	return out
 }
 
-// capabilityNames lists the fields of pubsub.Capabilities.
+// capabilityNames lists the fields of backend.Capabilities.
 func capabilityNames() []string {
-	typ := reflect.TypeFor[pubsub.Capabilities]()
+	typ := reflect.TypeFor[backend.Capabilities]()
 	names := make([]string, typ.NumField())
 	for i := range names {
 		names[i] = typ.Field(i).Name
@@ -180,8 +180,8 @@ func declaredFlags(t *testing.T) declared {
 	for _, b := range newBackends(t) {
 		flags := capabilities(t, b)
 		maps.Copy(flags, watermillFeatures(t, b.Name()))
-		_, ok := b.(pubsub.ReplicaWaiter)
-		flags[replicaWaiterRow] = flag{value: ok, source: fmt.Sprintf("whether %s's Backend implements pubsub.ReplicaWaiter", b.Name())}
+		_, ok := b.(backend.ReplicaWaiter)
+		flags[replicaWaiterRow] = flag{value: ok, source: fmt.Sprintf("whether %s's Backend implements backend.ReplicaWaiter", b.Name())}
 		out[b.Name()] = flags
 	}
 	return out

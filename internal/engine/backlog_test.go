@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,19 +19,19 @@ func TestTheFirstGroupTakesTheBacklog(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			publish(t, e, "t", "a", "b")
-			_, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+			_, err := e.Publish(ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{
 				{Envelope: adaptertest.Envelope("later"), Delay: time.Hour}}})
 			require.NoError(t, err)
 			topic, err := e.Topic(ctx, "t")
 			require.NoError(t, err)
-			require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{}, Backlog: 3}, topic)
+			require.Equal(t, backend.TopicInfo{Name: "t", Groups: []string{}, Backlog: 3}, topic)
 			require.Empty(t, groupsOf(t, e, "t"), "no phantom group")
 			k := e.Keys("t", "first")
 			for _, key := range []string{k.Meta(), k.Bodies()} {
 				require.Positive(t, pttl(t, e, key), "%s expires with the backlog", key)
 			}
 
-			require.NoError(t, e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "first"}))
+			require.NoError(t, e.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "t", Group: "first"}))
 			ensure(t, e, "t", "second")
 			publish(t, e, "t", "c")
 			require.Equal(t, []string{"a", "b", "c"}, adaptertest.Payloads(claim(t, e, "t", "first", "w", 10)))
@@ -44,7 +44,7 @@ func TestTheFirstGroupTakesTheBacklog(t *testing.T) {
 			}
 			topic, err = e.Topic(ctx, "t")
 			require.NoError(t, err)
-			require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{"first", "second"}}, topic)
+			require.Equal(t, backend.TopicInfo{Name: "t", Groups: []string{"first", "second"}}, topic)
 		})
 	}
 }
@@ -80,7 +80,7 @@ func TestTheBacklogExpires(t *testing.T) {
 			require.Eventually(t, func() bool { return len(tagKeys(t, e, "t")) == 0 }, 5*time.Second, 10*time.Millisecond,
 				"the backlog's keys expire")
 			_, err := e.Topic(t.Context(), "t")
-			require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+			require.ErrorIs(t, err, backend.ErrTopicNotFound)
 			requireAllAbove(t, publish(t, e, "t", "c"), old, "a topic created again continues above its earlier IDs")
 		})
 	}

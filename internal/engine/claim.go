@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Claimed is what one claim script returned.
 type Claimed struct {
-	Deliveries []pubsub.Delivery
+	Deliveries []backend.Delivery
 	// Wait is, when nothing was claimed, how long until the store's earliest scheduled message
 	// is due (0: now), or -1 when nothing is scheduled; -1 when something was claimed.
 	Wait time.Duration
@@ -29,7 +29,7 @@ const paused = -2
 
 // ClaimOnce runs claim.lua: up to p.Count ready messages (at most BatchSize) under a lease of
 // p.Lease. block is how long the caller will then wait for a wake-up if nothing was ready.
-func (e *Engine) ClaimOnce(ctx context.Context, p *pubsub.ClaimParams, block time.Duration) (Claimed, error) {
+func (e *Engine) ClaimOnce(ctx context.Context, p *backend.ClaimParams, block time.Duration) (Claimed, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return Claimed{}, err
 	}
@@ -43,7 +43,7 @@ func (e *Engine) ClaimOnce(ctx context.Context, p *pubsub.ClaimParams, block tim
 }
 
 // RunClaim runs a store's own claim verb (list's register.lua), whose reply is claim.lua's.
-func (e *Engine) RunClaim(ctx context.Context, verb string, p *pubsub.ClaimParams, args ...any) (Claimed, error) {
+func (e *Engine) RunClaim(ctx context.Context, verb string, p *backend.ClaimParams, args ...any) (Claimed, error) {
 	script, ok := e.scripts[verb]
 	if !ok {
 		panic("engine: no script " + verb)
@@ -56,8 +56,8 @@ func (e *Engine) RunClaim(ctx context.Context, verb string, p *pubsub.ClaimParam
 }
 
 // claimError names the group of a claim that found it unregistered.
-func (e *Engine) claimError(p *pubsub.ClaimParams, err error) error {
-	for _, target := range []error{pubsub.ErrGroupDeleted, pubsub.ErrGroupLost} {
+func (e *Engine) claimError(p *backend.ClaimParams, err error) error {
+	for _, target := range []error{backend.ErrGroupDeleted, backend.ErrGroupLost} {
 		if errors.Is(err, target) {
 			return fmt.Errorf("%s: claim from group %q of topic %q: %w", e.store.Name, p.Group, p.Topic, target)
 		}

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // Wait is a backend's blocking wait after a claim found nothing ready: for at most wait, with
 // the store's earliest scheduled message due in dueIn (-1: none known). It returns what it
 // claimed itself (list: the entry BLMOVE moved, registered), or whether something woke it
 // (so the loop claims again), or neither when it timed out.
-type Wait func(ctx context.Context, p *pubsub.ClaimParams, count int, wait, dueIn time.Duration) (ds []pubsub.Delivery, woken bool, err error)
+type Wait func(ctx context.Context, p *backend.ClaimParams, count int, wait, dueIn time.Duration) (ds []backend.Delivery, woken bool, err error)
 
 // Claim is a backend's Claim: claim.lua, then with nothing ready and p.Block > 0 the backend's
 // wait, bounded by what is left of p.Block, the context's deadline and maxBlock (> 0: the
@@ -21,12 +21,12 @@ type Wait func(ctx context.Context, p *pubsub.ClaimParams, count int, wait, dueI
 // go straight to the wait until IdleProbe passes or a due time it knows of comes. A paused
 // group claims nothing: Claim sleeps out p.Block (on the local clock, holding no connection)
 // and returns nothing.
-func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time.Duration, wait Wait) ([]pubsub.Delivery, error) {
+func (e *Engine) Claim(ctx context.Context, p *backend.ClaimParams, maxBlock time.Duration, wait Wait) ([]backend.Delivery, error) {
 	if p.Lease <= 0 {
 		if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 			return nil, err
 		}
-		return nil, &pubsub.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
+		return nil, &backend.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
 	}
 	count := min(max(p.Count, 1), e.store.BatchSize)
 	end := time.Now().Add(p.Block)
@@ -91,7 +91,7 @@ func (e *Engine) Claim(ctx context.Context, p *pubsub.ClaimParams, maxBlock time
 
 // sleepPaused waits until end (a paused group's claim's Block) or ctx's end, and returns
 // nothing. The consumer's next Claim runs the claim script, which sees a resume.
-func (e *Engine) sleepPaused(ctx context.Context, p *pubsub.ClaimParams, end time.Time) ([]pubsub.Delivery, error) {
+func (e *Engine) sleepPaused(ctx context.Context, p *backend.ClaimParams, end time.Time) ([]backend.Delivery, error) {
 	e.idle.Busy(p.Topic, p.Group, p.Consumer)
 	t := time.NewTimer(time.Until(end))
 	defer t.Stop()

@@ -3,13 +3,13 @@ package engine
 import (
 	"context"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // DeadLetters reads one page of the group's dead letters, oldest first, in one read-only
 // script (O(log N + page)); a page holds at most BatchSize. An entry that cannot be decoded comes back with its bytes in Raw.
-func (e *Engine) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) ([]pubsub.DeadLetter, error) {
+func (e *Engine) DeadLetters(ctx context.Context, p *backend.DeadLettersParams) ([]backend.DeadLetter, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return nil, err
 	}
@@ -24,7 +24,7 @@ func (e *Engine) DeadLetters(ctx context.Context, p *pubsub.DeadLettersParams) (
 // RequeueDeadLetters moves the given dead letters (or all, with p.All) back to ready with
 // attempts reset, in requeue.lua calls of at most BatchSize ids each. Each call is atomic; a
 // large requeue is several. IDs that are not dead letters are skipped.
-func (e *Engine) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParams) (int, error) {
+func (e *Engine) RequeueDeadLetters(ctx context.Context, p *backend.RequeueParams) (int, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
 	}
@@ -34,7 +34,7 @@ func (e *Engine) RequeueDeadLetters(ctx context.Context, p *pubsub.RequeueParams
 // PurgeDeadLetters deletes the group's dead letters given by p.IDs, or else the oldest (at
 // most p.Limit when it is positive), in purge.lua calls of at most BatchSize each, each atomic;
 // a body goes with the last group that held it. IDs that are not dead letters are skipped.
-func (e *Engine) PurgeDeadLetters(ctx context.Context, p *pubsub.PurgeParams) (int, error) {
+func (e *Engine) PurgeDeadLetters(ctx context.Context, p *backend.PurgeParams) (int, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
 	}

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Modes of deletegroup.lua.
@@ -39,7 +39,7 @@ const deleteTopicTries = 5
 // in steps of BatchSize until nothing is left); with its topic's last group, every key of the
 // topic goes, but for the group's tombstone (Options.TombstoneTTL). It also finishes the
 // topic's earlier deletions that were interrupted. Subscribers of the group get
-// pubsub.ErrGroupDeleted from their next claim; their acks and nacks write nothing.
+// backend.ErrGroupDeleted from their next claim; their acks and nacks write nothing.
 // ErrGroupNotFound when the group is not registered.
 func (e *Engine) DeleteGroup(ctx context.Context, topic, group string) error {
 	if err := e.Check(ctx, "topic", topic, "group", group); err != nil {
@@ -53,7 +53,7 @@ func (e *Engine) DeleteGroup(ctx context.Context, topic, group string) error {
 		return err
 	}
 	if status == statusNotFound {
-		return fmt.Errorf("%s: group %q of topic %q: %w", e.store.Name, group, topic, pubsub.ErrGroupNotFound)
+		return fmt.Errorf("%s: group %q of topic %q: %w", e.store.Name, group, topic, backend.ErrGroupNotFound)
 	}
 	return nil
 }
@@ -105,7 +105,7 @@ func (e *Engine) drainTrash(ctx context.Context, topic string, steps int) error 
 		return err
 	}
 	for _, id := range ids {
-		if err := pubsub.ValidateName("trash id", id); err != nil {
+		if err := backend.ValidateName("trash id", id); err != nil {
 			continue // not relq's: nothing of it can be addressed safely
 		}
 		if err := e.drain(ctx, topic, id, steps); err != nil {
@@ -123,7 +123,7 @@ func (e *Engine) sweepExpired(ctx context.Context, topic string) error {
 		return err
 	}
 	for _, g := range groups {
-		if pubsub.ValidateName("group", g) != nil {
+		if backend.ValidateName("group", g) != nil {
 			continue
 		}
 		status, err := e.deleteGroup(ctx, topic, g, modeExpired, "", sweepSteps)
@@ -138,7 +138,7 @@ func (e *Engine) sweepExpired(ctx context.Context, topic string) error {
 // groups, messages, backlog and the trash of earlier deletions. It reads the registry and the
 // trash first to name their keys, and reads again if they changed before the script ran.
 // Each group leaves a tombstone (Options.TombstoneTTL), one key: subscribers of its groups get
-// pubsub.ErrGroupDeleted from their next claim. A zset
+// backend.ErrGroupDeleted from their next claim. A zset
 // consumer's own wake-up list (a key that lives a few seconds) may outlive it by those
 // seconds. ErrTopicNotFound when the topic has no key.
 func (e *Engine) DeleteTopic(ctx context.Context, topic string) error {
@@ -158,7 +158,7 @@ func (e *Engine) DeleteTopic(ctx context.Context, topic string) error {
 		keys := append(tk.list(), e.backlog(topic)...)
 		args := []any{backendkit.Millis(e.tombstoneTTL), len(groups)}
 		for _, g := range groups {
-			if err := pubsub.ValidateName("group", g); err != nil {
+			if err := backend.ValidateName("group", g); err != nil {
 				return fmt.Errorf("%s: registered group: %w", e.store.Name, err)
 			}
 			keys = append(keys, e.Keys(topic, g).groupOnly()...)
@@ -166,7 +166,7 @@ func (e *Engine) DeleteTopic(ctx context.Context, topic string) error {
 		}
 		args = append(args, len(trash))
 		for _, id := range trash {
-			if err := pubsub.ValidateName("trash id", id); err != nil {
+			if err := backend.ValidateName("trash id", id); err != nil {
 				return fmt.Errorf("%s: trash: %w", e.store.Name, err)
 			}
 			keys = append(keys, e.trashKeys(topic, id).groupOnly()...)
@@ -182,7 +182,7 @@ func (e *Engine) DeleteTopic(ctx context.Context, topic string) error {
 		}
 		switch {
 		case n == 0:
-			return fmt.Errorf("%s: topic %q: %w", e.store.Name, topic, pubsub.ErrTopicNotFound)
+			return fmt.Errorf("%s: topic %q: %w", e.store.Name, topic, backend.ErrTopicNotFound)
 		case n > 0:
 			return nil
 		}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,24 +41,24 @@ func TestADeletedGroupIsGoneForItsSubscribers(t *testing.T) {
 			require.NoError(t, e.DeleteGroup(ctx, "t", "g"))
 
 			_, err := claimErr(t, e, "t", "g", "w", 10)
-			require.ErrorIs(t, err, pubsub.ErrGroupDeleted)
-			ar, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: "w", Items: adaptertest.Held(held...)})
+			require.ErrorIs(t, err, backend.ErrGroupDeleted)
+			ar, err := e.Ack(ctx, &backend.AckParams{Topic: "t", Group: "g", Consumer: "w", Items: adaptertest.Held(held...)})
 			require.NoError(t, err)
-			require.Equal(t, pubsub.AckResult{Stale: 2}, ar)
-			nr, err := e.Nack(ctx, &pubsub.NackParams{Topic: "t", Group: "g", Consumer: "w",
-				Items: []pubsub.NackItem{{ID: held[0].ID, Attempt: 1}, {ID: held[1].ID, Attempt: 1, DeadLetter: true}}})
+			require.Equal(t, backend.AckResult{Stale: 2}, ar)
+			nr, err := e.Nack(ctx, &backend.NackParams{Topic: "t", Group: "g", Consumer: "w",
+				Items: []backend.NackItem{{ID: held[0].ID, Attempt: 1}, {ID: held[1].ID, Attempt: 1, DeadLetter: true}}})
 			require.NoError(t, err)
-			require.Equal(t, pubsub.NackResult{Stale: 2}, nr)
-			lost, err := e.Extend(ctx, &pubsub.ExtendParams{Topic: "t", Group: "g", Consumer: "w", Items: adaptertest.Held(held...), Lease: time.Minute})
+			require.Equal(t, backend.NackResult{Stale: 2}, nr)
+			lost, err := e.Extend(ctx, &backend.ExtendParams{Topic: "t", Group: "g", Consumer: "w", Items: adaptertest.Held(held...), Lease: time.Minute})
 			require.NoError(t, err)
 			require.ElementsMatch(t, adaptertest.IDs(held), lost)
-			rr, err := e.Reclaim(ctx, &pubsub.ReclaimParams{Topic: "t", Group: "g"})
+			rr, err := e.Reclaim(ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
 			require.NoError(t, err)
-			require.Equal(t, pubsub.ReclaimResult{}, rr)
+			require.Equal(t, backend.ReclaimResult{}, rr)
 			require.Empty(t, groupKeys(tagKeys(t, e, "t"), "g"), "no key of the deleted group is created again")
 
 			require.Equal(t, []string{"a", "b", "c"}, adaptertest.Payloads(claim(t, e, "t", "other", "w", 10)))
-			require.ErrorIs(t, e.DeleteGroup(ctx, "t", "g"), pubsub.ErrGroupNotFound)
+			require.ErrorIs(t, e.DeleteGroup(ctx, "t", "g"), backend.ErrGroupNotFound)
 			require.Equal(t, []string{"other"}, groupsOf(t, e, "t"))
 
 			ensure(t, e, "t", "g")
@@ -80,12 +80,12 @@ func TestDeleteGroupFreesOnlyItsOwnReferences(t *testing.T) {
 			ensure(t, e, "t", "a")
 			ensure(t, e, "t", "b")
 			publish(t, e, "t", "1", "2", "3", "4", "5", "6")
-			_, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: []pubsub.OutMessage{
+			_, err := e.Publish(ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{
 				{Envelope: adaptertest.Envelope("later"), Delay: time.Hour}}})
 			require.NoError(t, err)
 			held := claim(t, e, "t", "a", "w", 2)
-			_, err = e.Nack(ctx, &pubsub.NackParams{Topic: "t", Group: "a", Consumer: "w",
-				Items: []pubsub.NackItem{{ID: held[0].ID, Attempt: 1, DeadLetter: true, Reason: "bad"}}})
+			_, err = e.Nack(ctx, &backend.NackParams{Topic: "t", Group: "a", Consumer: "w",
+				Items: []backend.NackItem{{ID: held[0].ID, Attempt: 1, DeadLetter: true, Reason: "bad"}}})
 			require.NoError(t, err)
 			s := stats(t, e, "t", "a")
 			require.Equal(t, [4]int64{4, 1, 1, 1}, [4]int64{s.Ready, s.Delayed, s.Pending, s.Dead}, "a holds messages in every state")
@@ -100,7 +100,7 @@ func TestDeleteGroupFreesOnlyItsOwnReferences(t *testing.T) {
 			for _, d := range got {
 				require.NoError(t, d.Err)
 			}
-			_, err = e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "b", Consumer: "w", Items: adaptertest.Held(got...)})
+			_, err = e.Ack(ctx, &backend.AckParams{Topic: "t", Group: "b", Consumer: "w", Items: adaptertest.Held(got...)})
 			require.NoError(t, err)
 			bodies := e.Client().HKeys(ctx, e.Keys("t", "b").Bodies()).Val()
 			require.Len(t, bodies, 1, "only the delayed message's body is left, which b holds")
@@ -161,7 +161,7 @@ func TestDeletingTheLastGroupDeletesTheTopic(t *testing.T) {
 			require.NoError(t, e.DeleteGroup(ctx, "t", "g"))
 			require.Empty(t, keysLeft(t, e, "t"))
 			_, err := e.Topic(ctx, "t")
-			require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+			require.ErrorIs(t, err, backend.ErrTopicNotFound)
 			requireAllAbove(t, publish(t, e, "t", "c"), old, "a topic created again continues above its earlier IDs")
 		})
 	}
@@ -182,8 +182,8 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 			publish(t, e, "kept", "x")
 			publish(t, e, "t", "1", "2", "3", "4", "5")
 			held := claim(t, e, "t", "a", "w", 2)
-			_, err := e.Nack(ctx, &pubsub.NackParams{Topic: "t", Group: "b", Consumer: "w",
-				Items: []pubsub.NackItem{{ID: claim(t, e, "t", "b", "w", 1)[0].ID, Attempt: 1, DeadLetter: true}}})
+			_, err := e.Nack(ctx, &backend.NackParams{Topic: "t", Group: "b", Consumer: "w",
+				Items: []backend.NackItem{{ID: claim(t, e, "t", "b", "w", 1)[0].ID, Attempt: 1, DeadLetter: true}}})
 			require.NoError(t, err)
 			require.NoError(t, e.DeleteGroupSteps(ctx, "t", "c", 0))
 			require.NoError(t, e.PauseGroup(ctx, "t", "b"))
@@ -195,11 +195,11 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 			require.Empty(t, keysLeft(t, e, "t"))
 			require.Empty(t, keysLeft(t, e, "backlog"))
 			require.Equal(t, kept, tagKeys(t, e, "kept"))
-			require.ErrorIs(t, e.DeleteTopic(ctx, "t"), pubsub.ErrTopicNotFound)
+			require.ErrorIs(t, e.DeleteTopic(ctx, "t"), backend.ErrTopicNotFound)
 
 			_, err = claimErr(t, e, "t", "a", "w", 1)
-			require.ErrorIs(t, err, pubsub.ErrGroupDeleted)
-			_, err = e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "a", Consumer: "w", Items: adaptertest.Held(held...)})
+			require.ErrorIs(t, err, backend.ErrGroupDeleted)
+			_, err = e.Ack(ctx, &backend.AckParams{Topic: "t", Group: "a", Consumer: "w", Items: adaptertest.Held(held...)})
 			require.NoError(t, err)
 			require.Empty(t, keysLeft(t, e, "t"))
 		})
@@ -225,12 +225,12 @@ func TestDeleteGroupWhileConsumersRun(t *testing.T) {
 					defer wg.Done()
 					consumer := fmt.Sprintf("c%d", c)
 					for {
-						ds, err := e.ClaimOnce(ctx, &pubsub.ClaimParams{Topic: "t", Group: "doomed", Consumer: consumer, Count: 4, Lease: time.Minute}, 0)
+						ds, err := e.ClaimOnce(ctx, &backend.ClaimParams{Topic: "t", Group: "doomed", Consumer: consumer, Count: 4, Lease: time.Minute}, 0)
 						if err != nil {
 							stopped <- err
 							return
 						}
-						if _, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "doomed", Consumer: consumer, Items: adaptertest.Held(ds.Deliveries...)}); err != nil {
+						if _, err := e.Ack(ctx, &backend.AckParams{Topic: "t", Group: "doomed", Consumer: consumer, Items: adaptertest.Held(ds.Deliveries...)}); err != nil {
 							stopped <- err
 							return
 						}
@@ -246,7 +246,7 @@ func TestDeleteGroupWhileConsumersRun(t *testing.T) {
 			wg.Wait()
 			close(stopped)
 			for err := range stopped {
-				require.ErrorIs(t, err, pubsub.ErrGroupDeleted)
+				require.ErrorIs(t, err, backend.ErrGroupDeleted)
 			}
 			require.Empty(t, groupKeys(tagKeys(t, e, "t"), "doomed"))
 
@@ -281,15 +281,15 @@ func TestALateAckAfterTheTopicWasCreatedAgainCompletesNothing(t *testing.T) {
 			require.Len(t, held, 1)
 			require.Equal(t, "new", string(held[0].Envelope.Payload))
 
-			late, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: "a", Items: adaptertest.Held(old...)})
+			late, err := e.Ack(ctx, &backend.AckParams{Topic: "t", Group: "g", Consumer: "a", Items: adaptertest.Held(old...)})
 			require.NoError(t, err)
 			require.Equal(t, 0, late.Acked, "a's late ack completes nothing")
 			require.Zero(t, e.Client().Exists(ctx, e.Keys("t", "g").Retries()).Val(), "nor marks anything acked")
 			require.EqualValues(t, 1, stats(t, e, "t", "g").Pending, "b's message is still pending")
 
-			res, err := e.Ack(ctx, &pubsub.AckParams{Topic: "t", Group: "g", Consumer: "b", Items: adaptertest.Held(held...)})
+			res, err := e.Ack(ctx, &backend.AckParams{Topic: "t", Group: "g", Consumer: "b", Items: adaptertest.Held(held...)})
 			require.NoError(t, err)
-			require.Equal(t, pubsub.AckResult{Acked: 1}, res, "b's ack completes it")
+			require.Equal(t, backend.AckResult{Acked: 1}, res, "b's ack completes it")
 			require.Zero(t, stats(t, e, "t", "g").Pending)
 			requireAllAbove(t, adaptertest.IDs(held), adaptertest.IDs(old), "the new topic's IDs")
 		})

@@ -13,7 +13,7 @@
 // published in its backlog, T:backlog:<store key>, bounded and expiring, which the first group
 // to register RENAMEs to its own keys. A group's registry value carries its flags (paused,
 // ephemeral). Deleting a group unregisters it first (its claims then fail with
-// pubsub.ErrGroupDeleted, and settling writes nothing), then frees what it held in steps of
+// backend.ErrGroupDeleted, and settling writes nothing), then frees what it held in steps of
 // BatchSize through the topic's trash, which publishes, reclaims and deletes continue; the
 // last group takes every key of the topic with it.
 package engine

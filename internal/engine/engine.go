@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/internal/luakit"
-	"github.com/relq/relq/pubsub"
 )
 
 //go:embed lua/*.lua
@@ -76,8 +76,8 @@ type Engine struct {
 func New(client redis.UniversalClient, prefix string, store Store) *Engine {
 	e := &Engine{client: client, prefix: prefix, store: store,
 		lanes: backendkit.NewLanes(), waits: backendkit.NewWaits(client),
-		backlogLimit: pubsub.BacklogLimitDefault, backlogTTL: pubsub.BacklogTTLDefault,
-		tombstoneTTL: pubsub.TombstoneTTLDefault}
+		backlogLimit: backend.BacklogLimitDefault, backlogTTL: backend.BacklogTTLDefault,
+		tombstoneTTL: backend.TombstoneTTLDefault}
 	e.scripts = map[string]*redis.Script{}
 	for _, verb := range []string{"publish", "ensuregroup", "claim", "ack", "nack", "extend", "reclaim",
 		"stats", "deadletters", "requeue", "purge", "inject",
@@ -144,7 +144,7 @@ func (e *Engine) AddWaitHook(hook redis.Hook) { e.waits.AddHook(hook) }
 
 // Close closes the connections the backend opened for its blocking claims, ending the claims
 // blocked on them; those and every later Claim that would block fail with an error wrapping
-// pubsub.ErrClosed. Everything else keeps working on the client the backend was given, which
+// backend.ErrClosed. Everything else keeps working on the client the backend was given, which
 // Close does not close. Idle wait connections close by themselves after
 // backendkit.WaitLinger; Close releases the rest at once. Close after the Subscribers.
 func (e *Engine) Close() error { return e.waits.Close() }
@@ -152,7 +152,7 @@ func (e *Engine) Close() error { return e.waits.Close() }
 // BatchSize is the most ids one script call handles.
 func (e *Engine) BatchSize() int { return e.store.BatchSize }
 
-// Check validates names (as *pubsub.NameError) and the Redis version before a call.
+// Check validates names (as *backend.NameError) and the Redis version before a call.
 // Pairs are kind, name: "topic", p.Topic, "group", p.Group, ...
 func (e *Engine) Check(ctx context.Context, pairs ...string) error {
 	if err := backendkit.ValidateNames(pairs...); err != nil {
@@ -167,9 +167,9 @@ func (e *Engine) run(ctx context.Context, verb string, keys []string, args ...an
 }
 
 // RunScript runs script and translates its error replies: a layout error into a
-// *LayoutError, gone() into an error matching pubsub.ErrGroupDeleted or ErrGroupLost, a durable group's
-// refusal into pubsub.ErrNotEphemeral, and Redis's out-of-memory refusal into
-// pubsub.ErrRedisFull.
+// *LayoutError, gone() into an error matching backend.ErrGroupDeleted or ErrGroupLost, a durable group's
+// refusal into backend.ErrNotEphemeral, and Redis's out-of-memory refusal into
+// backend.ErrRedisFull.
 func (e *Engine) RunScript(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := script.Run(ctx, e.client, keys, args...)
 	if err := e.layoutError(cmd.Err()); err != nil {

@@ -5,9 +5,9 @@ import (
 
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,7 +46,7 @@ func TestRegistryRejectsAForeignGroupName(t *testing.T) {
 	require.NoError(t, e.Remember("t", []any{"3", "0", "b", "a"}))
 	require.Equal(t, []string{"a", "b"}, e.Cached("t"), "sorted")
 	err := e.Remember("t", []any{"4", "0", "a", "{x}"})
-	require.ErrorIs(t, err, pubsub.ErrInvalidName)
+	require.ErrorIs(t, err, backend.ErrInvalidName)
 	require.ErrorContains(t, err, "list: registered group: ")
 	require.Equal(t, []string{"a", "b"}, e.Cached("t"), "a rejected registry is not cached")
 }
@@ -71,19 +71,19 @@ func TestAResendDoesNotHideANewGroup(t *testing.T) {
 				return b.Engine
 			}
 			a, other := open(), open()
-			require.NoError(t, a.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "a"}))
-			p := &pubsub.PublishParams{Topic: "t", Messages: messages("x")}
+			require.NoError(t, a.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "t", Group: "a"}))
+			p := &backend.PublishParams{Topic: "t", Messages: messages("x")}
 			first, err := a.PublishOn(ctx, p, 0, "1")
 			require.NoError(t, err)
-			require.NoError(t, other.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: "b"}))
+			require.NoError(t, other.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "t", Group: "b"}))
 
 			again, err := a.PublishOn(ctx, p, 0, "1") // the client resends the first call
 			require.NoError(t, err)
 			require.Equal(t, first, again)
-			_, err = a.PublishOn(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("y")}, 0, "2")
+			_, err = a.PublishOn(ctx, &backend.PublishParams{Topic: "t", Messages: messages("y")}, 0, "2")
 			require.NoError(t, err)
 			for group, want := range map[string]int64{"a": 2, "b": 1} {
-				st, err := a.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: group})
+				st, err := a.Stats(ctx, &backend.StatsParams{Topic: "t", Group: group})
 				require.NoError(t, err)
 				require.Equal(t, want, st.Ready, "group %s", group)
 			}
@@ -100,17 +100,17 @@ func TestARegistryWithoutAVersionStillRoutes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			for _, g := range []string{"a", "b"} {
-				require.NoError(t, e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "t", Group: g}))
+				require.NoError(t, e.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "t", Group: g}))
 			}
 			require.NoError(t, e.Client().HDel(ctx, e.Keys("t", "a").Meta(), "ver").Err())
 			require.NoError(t, e.Learn("t", []any{"0", "0"}), "a process that knows no registry yet")
-			_, err := e.Publish(ctx, &pubsub.PublishParams{Topic: "t", Messages: messages("x")})
+			_, err := e.Publish(ctx, &backend.PublishParams{Topic: "t", Messages: messages("x")})
 			require.NoError(t, err)
 			groups, err := e.Groups(ctx, "t")
 			require.NoError(t, err)
 			require.Equal(t, []string{"a", "b"}, groups)
 			for _, g := range groups {
-				st, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: g})
+				st, err := e.Stats(ctx, &backend.StatsParams{Topic: "t", Group: g})
 				require.NoError(t, err)
 				require.EqualValues(t, 1, st.Ready, "group %s", g)
 			}
@@ -124,7 +124,7 @@ func TestBatchSizeIsBounded(t *testing.T) {
 	t.Parallel()
 	c, prefix := adaptertest.Server(t)
 	_, err := list.New(c, list.Options{Prefix: prefix, BatchSize: 5000})
-	require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
+	require.ErrorIs(t, err, backend.ErrInvalidConfig)
 	require.ErrorContains(t, err, "BatchSize must be from 1 to 4096")
 	_, err = zset.New(c, zset.Options{Prefix: prefix, BatchSize: 4096})
 	require.NoError(t, err)

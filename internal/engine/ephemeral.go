@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Join registers p.Consumer as a live member of the ephemeral group p.Group until p.TTL from
@@ -14,16 +14,16 @@ import (
 // group's deadline, its latest member's, is in the topic's ephemeral ZSET, where Publish and
 // Reclaim find the groups whose members all expired. While every group of the topic is
 // ephemeral, the topic's keys expire p.TTL after the latest deadline. It primes the publish
-// cache, as EnsureGroup does. A durable group: pubsub.ErrNotEphemeral. A renewal (p.Renew)
-// never registers the group: one that is not registered gives pubsub.ErrGroupDeleted under a
-// tombstone (an operator deleted it), else pubsub.ErrGroupLost (it vanished, or ended), which
+// cache, as EnsureGroup does. A durable group: backend.ErrNotEphemeral. A renewal (p.Renew)
+// never registers the group: one that is not registered gives backend.ErrGroupDeleted under a
+// tombstone (an operator deleted it), else backend.ErrGroupLost (it vanished, or ended), which
 // the subscription answers with RegisterAgain.
-func (e *Engine) Join(ctx context.Context, p *pubsub.JoinParams) error {
+func (e *Engine) Join(ctx context.Context, p *backend.JoinParams) error {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return err
 	}
 	if p.TTL <= 0 {
-		return &pubsub.ConfigError{Field: "JoinParams.TTL", Reason: "must be positive"}
+		return &backend.ConfigError{Field: "JoinParams.TTL", Reason: "must be positive"}
 	}
 	keys := append(e.topicKeys(p.Topic).list(), e.backlog(p.Topic)...)
 	keys = append(keys, e.Keys(p.Topic, p.Group).groupOnly()...)
@@ -41,14 +41,14 @@ func (e *Engine) Join(ctx context.Context, p *pubsub.JoinParams) error {
 
 // Leave ends p.Consumer's membership; the last member's Leave deletes the group as
 // DeleteGroup does (deletegroup.lua in mode leave: atomic with a concurrent Join). Leaving a
-// group that is no longer registered does nothing; a durable group: pubsub.ErrNotEphemeral.
-func (e *Engine) Leave(ctx context.Context, p *pubsub.LeaveParams) error {
+// group that is no longer registered does nothing; a durable group: backend.ErrNotEphemeral.
+func (e *Engine) Leave(ctx context.Context, p *backend.LeaveParams) error {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return err
 	}
 	status, err := e.deleteGroup(ctx, p.Topic, p.Group, modeLeave, p.Consumer, -1)
 	if err == nil && status == statusDurable {
-		err = fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrNotEphemeral)
+		err = fmt.Errorf("%s: %w", e.store.Name, backend.ErrNotEphemeral)
 	}
 	return e.groupError(p.Topic, p.Group, err)
 }

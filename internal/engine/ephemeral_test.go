@@ -4,20 +4,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
 func join(t *testing.T, e *engine.Engine, topic, group, consumer string, ttl time.Duration) {
 	t.Helper()
-	require.NoError(t, e.Join(t.Context(), &pubsub.JoinParams{Topic: topic, Group: group, Consumer: consumer, TTL: ttl}))
+	require.NoError(t, e.Join(t.Context(), &backend.JoinParams{Topic: topic, Group: group, Consumer: consumer, TTL: ttl}))
 }
 
 func leave(t *testing.T, e *engine.Engine, topic, group, consumer string) {
 	t.Helper()
-	require.NoError(t, e.Leave(t.Context(), &pubsub.LeaveParams{Topic: topic, Group: group, Consumer: consumer}))
+	require.NoError(t, e.Leave(t.Context(), &backend.LeaveParams{Topic: topic, Group: group, Consumer: consumer}))
 }
 
 // waitExpired waits until the Redis clock passes the membership deadline of group.
@@ -81,10 +81,10 @@ func TestAnExpiredMembershipIsRemovedByTheNextPublish(t *testing.T) {
 			publish(t, e, "t", "b")
 			topic, err := e.Topic(ctx, "t")
 			require.NoError(t, err)
-			require.Equal(t, pubsub.TopicInfo{Name: "t", Groups: []string{}, Backlog: 1}, topic)
+			require.Equal(t, backend.TopicInfo{Name: "t", Groups: []string{}, Backlog: 1}, topic)
 			require.Empty(t, groupKeys(tagKeys(t, e, "t"), "dead"))
 			_, err = claimErr(t, e, "t", "dead", "c", 1)
-			require.ErrorIs(t, err, pubsub.ErrGroupLost)
+			require.ErrorIs(t, err, backend.ErrGroupLost)
 
 			join(t, e, "t", "next", "c", time.Minute)
 			require.Equal(t, []string{"b"}, adaptertest.Payloads(claim(t, e, "t", "next", "c", 10)))
@@ -103,7 +103,7 @@ func TestAnExpiredGroupIsRemovedByReclaim(t *testing.T) {
 			join(t, e, "t", "dead", "c", 50*time.Millisecond)
 			publish(t, e, "t", "a")
 			waitExpired(t, e, "t", "dead")
-			_, err := e.Reclaim(ctx, &pubsub.ReclaimParams{Topic: "t", Group: "durable"})
+			_, err := e.Reclaim(ctx, &backend.ReclaimParams{Topic: "t", Group: "durable"})
 			require.NoError(t, err)
 			require.Equal(t, []string{"durable"}, groupsOf(t, e, "t"))
 			require.Empty(t, groupKeys(tagKeys(t, e, "t"), "dead"))
@@ -150,9 +150,9 @@ func TestJoinRefusesADurableGroup(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			ensure(t, e, "t", "d")
-			require.ErrorIs(t, e.Join(ctx, &pubsub.JoinParams{Topic: "t", Group: "d", Consumer: "c", TTL: time.Minute}), pubsub.ErrNotEphemeral)
-			require.ErrorIs(t, e.Leave(ctx, &pubsub.LeaveParams{Topic: "t", Group: "d", Consumer: "c"}), pubsub.ErrNotEphemeral)
-			require.ErrorIs(t, e.Join(ctx, &pubsub.JoinParams{Topic: "t", Group: "e", Consumer: "c"}), pubsub.ErrInvalidConfig)
+			require.ErrorIs(t, e.Join(ctx, &backend.JoinParams{Topic: "t", Group: "d", Consumer: "c", TTL: time.Minute}), backend.ErrNotEphemeral)
+			require.ErrorIs(t, e.Leave(ctx, &backend.LeaveParams{Topic: "t", Group: "d", Consumer: "c"}), backend.ErrNotEphemeral)
+			require.ErrorIs(t, e.Join(ctx, &backend.JoinParams{Topic: "t", Group: "e", Consumer: "c"}), backend.ErrInvalidConfig)
 			require.Equal(t, []string{"d"}, groupsOf(t, e, "t"))
 		})
 	}

@@ -3,11 +3,11 @@ package engine
 import (
 	"context"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // PublishOn is Publish on a given lane and token, as a resend by the Redis client runs it.
-func (e *Engine) PublishOn(ctx context.Context, p *pubsub.PublishParams, lane int, token string) ([]string, error) {
+func (e *Engine) PublishOn(ctx context.Context, p *backend.PublishParams, lane int, token string) ([]string, error) {
 	res, err := e.publish(ctx, p, e.lanes.Field(lane), token)
 	return res.IDs, err
 }

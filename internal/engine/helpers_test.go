@@ -9,9 +9,9 @@ import (
 
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,7 +38,7 @@ func eachBackend(t *testing.T, test func(t *testing.T, r adaptertest.LaneRig)) {
 			t.Parallel()
 			c, prefix := adaptertest.Server(t)
 			var (
-				b   pubsub.Backend
+				b   backend.Backend
 				e   *engine.Engine
 				err error
 			)
@@ -61,10 +61,10 @@ func eachBackend(t *testing.T, test func(t *testing.T, r adaptertest.LaneRig)) {
 	}
 }
 
-func messages(payloads ...string) []pubsub.OutMessage {
-	out := make([]pubsub.OutMessage, len(payloads))
+func messages(payloads ...string) []backend.OutMessage {
+	out := make([]backend.OutMessage, len(payloads))
 	for i, p := range payloads {
-		out[i] = pubsub.OutMessage{Envelope: adaptertest.Envelope(p)}
+		out[i] = backend.OutMessage{Envelope: adaptertest.Envelope(p)}
 	}
 	return out
 }
@@ -72,7 +72,7 @@ func messages(payloads ...string) []pubsub.OutMessage {
 // publish publishes payloads to topic and returns their IDs.
 func publish(t *testing.T, e *engine.Engine, topic string, payloads ...string) []string {
 	t.Helper()
-	res, err := e.Publish(t.Context(), &pubsub.PublishParams{Topic: topic, Messages: messages(payloads...)})
+	res, err := e.Publish(t.Context(), &backend.PublishParams{Topic: topic, Messages: messages(payloads...)})
 	ids := res.IDs
 	require.NoError(t, err)
 	return ids
@@ -81,18 +81,18 @@ func publish(t *testing.T, e *engine.Engine, topic string, payloads ...string) [
 // ensure registers a durable group.
 func ensure(t *testing.T, e *engine.Engine, topic, group string) {
 	t.Helper()
-	require.NoError(t, e.EnsureGroup(t.Context(), &pubsub.EnsureGroupParams{Topic: topic, Group: group}))
+	require.NoError(t, e.EnsureGroup(t.Context(), &backend.EnsureGroupParams{Topic: topic, Group: group}))
 }
 
 // claimErr claims up to n without blocking under a minute's lease.
-func claimErr(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) ([]pubsub.Delivery, error) {
+func claimErr(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) ([]backend.Delivery, error) {
 	t.Helper()
-	c, err := e.ClaimOnce(t.Context(), &pubsub.ClaimParams{Topic: topic, Group: group, Consumer: consumer, Count: n, Lease: time.Minute}, 0)
+	c, err := e.ClaimOnce(t.Context(), &backend.ClaimParams{Topic: topic, Group: group, Consumer: consumer, Count: n, Lease: time.Minute}, 0)
 	return c.Deliveries, err
 }
 
 // claim claims up to n without blocking, and fails the test on an error.
-func claim(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) []pubsub.Delivery {
+func claim(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) []backend.Delivery {
 	t.Helper()
 	ds, err := claimErr(t, e, topic, group, consumer, n)
 	require.NoError(t, err)
@@ -101,9 +101,9 @@ func claim(t *testing.T, e *engine.Engine, topic, group, consumer string, n int)
 
 // claimAll claims n at a time until a claim returns nothing, and returns what it got: all
 // that the group had ready.
-func claimAll(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) []pubsub.Delivery {
+func claimAll(t *testing.T, e *engine.Engine, topic, group, consumer string, n int) []backend.Delivery {
 	t.Helper()
-	var got []pubsub.Delivery
+	var got []backend.Delivery
 	for ds := claim(t, e, topic, group, consumer, n); len(ds) > 0; ds = claim(t, e, topic, group, consumer, n) {
 		got = append(got, ds...)
 	}
@@ -119,9 +119,9 @@ func groupsOf(t *testing.T, e *engine.Engine, topic string) []string {
 }
 
 // stats reads a group's stats.
-func stats(t *testing.T, e *engine.Engine, topic, group string) pubsub.Stats {
+func stats(t *testing.T, e *engine.Engine, topic, group string) backend.Stats {
 	t.Helper()
-	s, err := e.Stats(t.Context(), &pubsub.StatsParams{Topic: topic, Group: group})
+	s, err := e.Stats(t.Context(), &backend.StatsParams{Topic: topic, Group: group})
 	require.NoError(t, err)
 	return s
 }

@@ -7,11 +7,11 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // LayoutError reports a topic whose keys are laid out by a relq version this one cannot read.
-// It matches pubsub.ErrStorageLayout with errors.Is.
+// It matches backend.ErrStorageLayout with errors.Is.
 type LayoutError struct {
 	Backend string
 	Found   int
@@ -25,8 +25,8 @@ func (e *LayoutError) Error() string {
 		"or run the version that writes layout %d", e.Backend, e.Found, e.Want, e.Found)
 }
 
-// Is makes errors.Is(err, pubsub.ErrStorageLayout) true.
-func (e *LayoutError) Is(target error) bool { return target == pubsub.ErrStorageLayout }
+// Is makes errors.Is(err, backend.ErrStorageLayout) true.
+func (e *LayoutError) Is(target error) bool { return target == backend.ErrStorageLayout }
 
 // layoutError turns the scripts' "RELQLAYOUT found want" error reply into a *LayoutError.
 func (e *Engine) layoutError(err error) error {
@@ -43,7 +43,7 @@ func (e *Engine) layoutError(err error) error {
 }
 
 // replyError turns the scripts' RELQGONE, RELQLOST and RELQDURABLE error replies into errors
-// matching pubsub.ErrGroupDeleted, pubsub.ErrGroupLost and pubsub.ErrNotEphemeral; nil for
+// matching backend.ErrGroupDeleted, backend.ErrGroupLost and backend.ErrNotEphemeral; nil for
 // any other error.
 func (e *Engine) replyError(err error) error {
 	var rerr redis.Error
@@ -52,11 +52,11 @@ func (e *Engine) replyError(err error) error {
 	}
 	switch {
 	case strings.HasPrefix(rerr.Error(), "RELQGONE "):
-		return fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrGroupDeleted)
+		return fmt.Errorf("%s: %w", e.store.Name, backend.ErrGroupDeleted)
 	case strings.HasPrefix(rerr.Error(), "RELQLOST "):
-		return fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrGroupLost)
+		return fmt.Errorf("%s: %w", e.store.Name, backend.ErrGroupLost)
 	case strings.HasPrefix(rerr.Error(), "RELQDURABLE "):
-		return fmt.Errorf("%s: %w", e.store.Name, pubsub.ErrNotEphemeral)
+		return fmt.Errorf("%s: %w", e.store.Name, backend.ErrNotEphemeral)
 	}
 	return nil
 }

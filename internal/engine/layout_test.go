@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/relq/relq/adapters/list"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/internal/keys"
@@ -24,16 +25,16 @@ func TestALayoutOneTopicIsRefused(t *testing.T) {
 			tag := meta[:len(meta)-len(":meta")]
 			require.NoError(t, e.Client().SAdd(ctx, keys.Join(tag, legacy), "g").Err())
 
-			err := e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "old", Group: "g"})
-			require.ErrorIs(t, err, pubsub.ErrStorageLayout)
+			err := e.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "old", Group: "g"})
+			require.ErrorIs(t, err, backend.ErrStorageLayout)
 			var le *engine.LayoutError
 			require.ErrorAs(t, err, &le)
 			require.Equal(t, 1, le.Found)
 			require.Equal(t, engine.Layout, le.Want)
 			require.ErrorContains(t, err, "found storage layout 1 in Redis, this relq reads layout 2")
 
-			_, err = e.Publish(ctx, &pubsub.PublishParams{Topic: "old", Messages: messages("x")})
-			require.ErrorIs(t, err, pubsub.ErrStorageLayout)
+			_, err = e.Publish(ctx, &backend.PublishParams{Topic: "old", Messages: messages("x")})
+			require.ErrorIs(t, err, backend.ErrStorageLayout)
 			require.Zero(t, e.Client().Exists(ctx, meta).Val(), "nothing written")
 		})
 	}
@@ -44,14 +45,14 @@ func TestANewerLayoutIsRefused(t *testing.T) {
 	t.Parallel()
 	for _, e := range backends(t) {
 		ctx := t.Context()
-		require.NoError(t, e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "new", Group: "g"}))
+		require.NoError(t, e.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "new", Group: "g"}))
 		require.NoError(t, e.Client().HSet(ctx, e.Keys("new", "g").Meta(), "layout", "3").Err())
-		err := e.EnsureGroup(ctx, &pubsub.EnsureGroupParams{Topic: "new", Group: "h"})
+		err := e.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "new", Group: "h"})
 		var le *engine.LayoutError
 		require.ErrorAs(t, err, &le)
 		require.Equal(t, 3, le.Found)
-		_, err = e.Publish(ctx, &pubsub.PublishParams{Topic: "new", Messages: messages("x")})
-		require.ErrorIs(t, err, pubsub.ErrStorageLayout)
+		_, err = e.Publish(ctx, &backend.PublishParams{Topic: "new", Messages: messages("x")})
+		require.ErrorIs(t, err, backend.ErrStorageLayout)
 	}
 }
 
@@ -66,5 +67,5 @@ func TestSubscribeRefusesALayoutOneTopic(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Close()
 	_, err = sub.Subscribe(t.Context(), "old")
-	require.ErrorIs(t, err, pubsub.ErrStorageLayout)
+	require.ErrorIs(t, err, backend.ErrStorageLayout)
 }

@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // AdminDepth is how far Admin reads into a queue that Redis can read only by position or
 // search only by scanning, in one call: a listing page of the list backend's ready LIST
-// starts no deeper (pubsub.ErrTooDeep past it), and a search by ID for a message there, or in
+// starts no deeper (backend.ErrTooDeep past it), and a search by ID for a message there, or in
 // the zset backend's queue or delayed members, looks at no more than this many of each.
 const AdminDepth = 10_000
 
@@ -28,15 +28,15 @@ var messageVerbs = []string{"messages", "message", "delmessage", "runmessage"}
 // by position from the consume end, at most AdminDepth deep. Messages marked deleted wait
 // hidden in ready until a claim drops them. A page may hold fewer than Count (hidden entries
 // count against the entries it looks at) and still have a Next.
-func (e *Engine) Messages(ctx context.Context, p *pubsub.MessagesParams) (pubsub.MessagePage, error) {
+func (e *Engine) Messages(ctx context.Context, p *backend.MessagesParams) (backend.MessagePage, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
-		return pubsub.MessagePage{}, err
+		return backend.MessagePage{}, err
 	}
-	if _, err := pubsub.ParseState(string(p.State)); err != nil {
-		return pubsub.MessagePage{}, &pubsub.ConfigError{Field: "MessagesParams.State", Reason: err.Error()}
+	if _, err := backend.ParseState(string(p.State)); err != nil {
+		return backend.MessagePage{}, &backend.ConfigError{Field: "MessagesParams.State", Reason: err.Error()}
 	}
 	if p.Count < 0 {
-		return pubsub.MessagePage{}, &pubsub.ConfigError{Field: "MessagesParams.Count", Reason: "must not be negative"}
+		return backend.MessagePage{}, &backend.ConfigError{Field: "MessagesParams.Count", Reason: "must not be negative"}
 	}
 	count := p.Count
 	if count == 0 {
@@ -45,14 +45,14 @@ func (e *Engine) Messages(ctx context.Context, p *pubsub.MessagesParams) (pubsub
 	count = min(count, e.store.BatchSize)
 	c, err := parseCursor(p.State, p.Cursor)
 	if err != nil {
-		return pubsub.MessagePage{}, err
+		return backend.MessagePage{}, err
 	}
 	res, err := e.run(ctx, "messages", e.Keys(p.Topic, p.Group).all, p.Group, string(p.State),
 		c.phase, c.score, c.member, count, AdminDepth).Slice()
 	if err != nil {
-		return pubsub.MessagePage{}, e.adminError(err, p.Topic, p.Group, "")
+		return backend.MessagePage{}, e.adminError(err, p.Topic, p.Group, "")
 	}
-	page := pubsub.MessagePage{Messages: decodeMessages(p.Topic, p.Group, res[0], res[4:])}
+	page := backend.MessagePage{Messages: decodeMessages(p.Topic, p.Group, res[0], res[4:])}
 	if phase, _ := res[1].(string); phase != "" {
 		page.Next = cursor{state: p.State, phase: phase, score: scoreOf(res[2]), member: str(res[3])}.String()
 	}
@@ -63,7 +63,7 @@ func (e *Engine) Messages(ctx context.Context, p *pubsub.MessagesParams) (pubsub
 // state's key or part of it the store pages (see messages.lua). Its text is
 // "<state>:<phase>:<score>:<member>"; opaque to callers.
 type cursor struct {
-	state  pubsub.MessageState
+	state  backend.MessageState
 	phase  string
 	score  int64
 	member string
@@ -78,12 +78,12 @@ func (c cursor) String() string {
 var cursorMember = regexp.MustCompile(`^[0-9A-Z:@]{0,64}$`)
 
 // parseCursor reads the cursor of a listing of state ("": the first page).
-func parseCursor(state pubsub.MessageState, s string) (cursor, error) {
+func parseCursor(state backend.MessageState, s string) (cursor, error) {
 	if s == "" {
 		return cursor{state: state}, nil
 	}
 	parts := strings.SplitN(s, ":", 4)
-	bad := fmt.Errorf("%w: %q is no cursor of a listing of %s messages", pubsub.ErrBadCursor, s, state)
+	bad := fmt.Errorf("%w: %q is no cursor of a listing of %s messages", backend.ErrBadCursor, s, state)
 	if len(parts) != 4 || parts[0] != string(state) || len(parts[1]) != 1 || !cursorMember.MatchString(parts[3]) {
 		return cursor{}, bad
 	}

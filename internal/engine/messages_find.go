@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // deliveryID is the form of the delivery IDs of list and zset: the topic's counter, which
@@ -17,18 +17,18 @@ var deliveryID = regexp.MustCompile(`^[1-9][0-9]{0,15}$`)
 // backend's delayed ones too when their priority is 0 or one of the first priorities in its
 // queue. A ready message (and a zset delayed one of another priority) is searched for among
 // the AdminDepth nearest the consume end (the earliest due): beyond that, when the group may
-// hold it, pubsub.ErrTooDeep.
-func (e *Engine) Message(ctx context.Context, p *pubsub.MessageParams) (pubsub.MessageInfo, error) {
+// hold it, backend.ErrTooDeep.
+func (e *Engine) Message(ctx context.Context, p *backend.MessageParams) (backend.MessageInfo, error) {
 	if err := e.checkMessage(ctx, p); err != nil {
-		return pubsub.MessageInfo{}, err
+		return backend.MessageInfo{}, err
 	}
 	res, err := e.run(ctx, "message", e.Keys(p.Topic, p.Group).all, p.Group, p.ID, AdminDepth).Slice()
 	if err != nil {
-		return pubsub.MessageInfo{}, e.adminError(err, p.Topic, p.Group, p.ID)
+		return backend.MessageInfo{}, e.adminError(err, p.Topic, p.Group, p.ID)
 	}
 	ms := decodeMessages(p.Topic, p.Group, res[0], res[1:])
 	if len(ms) != 1 {
-		return pubsub.MessageInfo{}, fmt.Errorf("relq %s: message %s: malformed reply", e.store.Name, p.ID)
+		return backend.MessageInfo{}, fmt.Errorf("relq %s: message %s: malformed reply", e.store.Name, p.ID)
 	}
 	return ms[0], nil
 }
@@ -39,7 +39,7 @@ func (e *Engine) Message(ctx context.Context, p *pubsub.MessageParams) (pubsub.M
 // ACKED in the group's retries (the store cannot remove it by ID): hidden from listings and
 // Message at once, it is dropped undelivered, and its body freed, by the claim that reaches
 // it; Stats counts it as ready until then.
-func (e *Engine) DeleteMessage(ctx context.Context, p *pubsub.MessageParams) error {
+func (e *Engine) DeleteMessage(ctx context.Context, p *backend.MessageParams) error {
 	if err := e.checkMessage(ctx, p); err != nil {
 		return err
 	}
@@ -49,9 +49,9 @@ func (e *Engine) DeleteMessage(ctx context.Context, p *pubsub.MessageParams) err
 
 // RunMessage makes a delayed message of a group due now, in one script: the list backend puts
 // it at the back of ready, the zset backend in its queue behind the due messages of its
-// priority (waking a blocked consumer). pubsub.ErrNotDelayed when the group holds it in
+// priority (waking a blocked consumer). backend.ErrNotDelayed when the group holds it in
 // another state.
-func (e *Engine) RunMessage(ctx context.Context, p *pubsub.MessageParams) error {
+func (e *Engine) RunMessage(ctx context.Context, p *backend.MessageParams) error {
 	if err := e.checkMessage(ctx, p); err != nil {
 		return err
 	}
@@ -61,12 +61,12 @@ func (e *Engine) RunMessage(ctx context.Context, p *pubsub.MessageParams) error 
 
 // checkMessage validates p: names as Check does; an ID that is no delivery ID of this
 // engine is not found.
-func (e *Engine) checkMessage(ctx context.Context, p *pubsub.MessageParams) error {
+func (e *Engine) checkMessage(ctx context.Context, p *backend.MessageParams) error {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return err
 	}
 	if !deliveryID.MatchString(p.ID) {
-		return fmt.Errorf("%w: %q is not a delivery ID of the %s backend", pubsub.ErrMessageNotFound, p.ID, e.store.Name)
+		return fmt.Errorf("%w: %q is not a delivery ID of the %s backend", backend.ErrMessageNotFound, p.ID, e.store.Name)
 	}
 	return nil
 }

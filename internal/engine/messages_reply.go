@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // adminFields is how many values admin_out (engine.lua) returns per message.
@@ -16,22 +16,22 @@ const adminFields = 11
 
 // decodeMessages decodes admin_out's values per message, measured against the script's
 // clock reading now (ms).
-func decodeMessages(topic, group string, now any, flat []any) []pubsub.MessageInfo {
+func decodeMessages(topic, group string, now any, flat []any) []backend.MessageInfo {
 	at := backendkit.Int(now)
-	out := make([]pubsub.MessageInfo, 0, len(flat)/adminFields)
+	out := make([]backend.MessageInfo, 0, len(flat)/adminFields)
 	for i := 0; i+adminFields <= len(flat); i += adminFields {
 		v := flat[i : i+adminFields]
-		m := pubsub.MessageInfo{
+		m := backend.MessageInfo{
 			ID:       str(v[0]),
 			Topic:    topic,
 			Group:    group,
-			State:    pubsub.MessageState(str(v[1])),
+			State:    backend.MessageState(str(v[1])),
 			Attempts: int(backendkit.Int(v[2])),
 			Priority: int(backendkit.Int(v[3])),
 			Consumer: str(v[5]),
 			Reason:   str(v[8]),
 		}
-		if due := backendkit.Int(v[4]); due > 0 && m.State == pubsub.StateDelayed {
+		if due := backendkit.Int(v[4]); due > 0 && m.State == backend.StateDelayed {
 			m.Due = time.UnixMilli(due)
 		}
 		if deadline := backendkit.Int(v[6]); deadline > 0 {
@@ -44,7 +44,7 @@ func decodeMessages(topic, group string, now any, flat []any) []pubsub.MessageIn
 			m.DeadAt = time.UnixMilli(dead)
 		}
 		if body, ok := v[10].(string); ok {
-			if env, err := pubsub.DecodeEnvelope([]byte(body)); err == nil {
+			if env, err := backend.DecodeEnvelope([]byte(body)); err == nil {
 				m.Envelope = env
 			} else {
 				m.Raw, m.Err = []byte(body), err
@@ -70,20 +70,20 @@ func (e *Engine) adminError(err error, topic, group, id string) error {
 	what, _, _ = strings.Cut(what, " ")
 	switch what {
 	case "NOGROUP":
-		return fmt.Errorf("%w: group %q of topic %q", pubsub.ErrGroupNotFound, group, topic)
+		return fmt.Errorf("%w: group %q of topic %q", backend.ErrGroupNotFound, group, topic)
 	case "NOTFOUND":
-		return fmt.Errorf("%w: message %s of group %q of topic %q", pubsub.ErrMessageNotFound, id, group, topic)
+		return fmt.Errorf("%w: message %s of group %q of topic %q", backend.ErrMessageNotFound, id, group, topic)
 	case "NOTDELAYED":
-		return fmt.Errorf("%w: message %s of group %q of topic %q", pubsub.ErrNotDelayed, id, group, topic)
+		return fmt.Errorf("%w: message %s of group %q of topic %q", backend.ErrNotDelayed, id, group, topic)
 	case "BADCURSOR":
-		return fmt.Errorf("%w: no listing of group %q of topic %q returned it", pubsub.ErrBadCursor, group, topic)
+		return fmt.Errorf("%w: no listing of group %q of topic %q returned it", backend.ErrBadCursor, group, topic)
 	case "DEEP":
 		if id != "" {
 			return fmt.Errorf("%w: message %s is not among the first %d of group %q of topic %q that the %s backend looks through, and may be deeper",
-				pubsub.ErrTooDeep, id, AdminDepth, group, topic, e.store.Name)
+				backend.ErrTooDeep, id, AdminDepth, group, topic, e.store.Name)
 		}
 		return fmt.Errorf("%w: the %s backend lists ready messages only within %d of the consume end (group %q of topic %q)",
-			pubsub.ErrTooDeep, e.store.Name, AdminDepth, group, topic)
+			backend.ErrTooDeep, e.store.Name, AdminDepth, group, topic)
 	}
 	return err
 }

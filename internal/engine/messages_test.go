@@ -9,10 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
 	"github.com/relq/relq/internal/redistest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,18 +62,18 @@ func payloads(prefix string, n int) []string {
 }
 
 // page reads one page.
-func (a adminEnv) page(state pubsub.MessageState, cursor string, count int) pubsub.MessagePage {
+func (a adminEnv) page(state backend.MessageState, cursor string, count int) backend.MessagePage {
 	a.T.Helper()
-	p, err := a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: state, Cursor: cursor, Count: count})
+	p, err := a.e.Messages(a.Ctx, &backend.MessagesParams{Topic: topic, Group: group, State: state, Cursor: cursor, Count: count})
 	require.NoError(a.T, err)
 	return p
 }
 
 // all reads every page of state, count at a time, and returns the messages and the number of
 // pages.
-func (a adminEnv) all(state pubsub.MessageState, count int) ([]pubsub.MessageInfo, int) {
+func (a adminEnv) all(state backend.MessageState, count int) ([]backend.MessageInfo, int) {
 	a.T.Helper()
-	var out []pubsub.MessageInfo
+	var out []backend.MessageInfo
 	cursor, pages := "", 0
 	for {
 		p := a.page(state, cursor, count)
@@ -88,11 +88,11 @@ func (a adminEnv) all(state pubsub.MessageState, count int) ([]pubsub.MessageInf
 	}
 }
 
-func (a adminEnv) message(id string) (pubsub.MessageInfo, error) {
-	return a.e.Message(a.Ctx, &pubsub.MessageParams{Topic: topic, Group: group, ID: id})
+func (a adminEnv) message(id string) (backend.MessageInfo, error) {
+	return a.e.Message(a.Ctx, &backend.MessageParams{Topic: topic, Group: group, ID: id})
 }
 
-func (a adminEnv) show(id string) pubsub.MessageInfo {
+func (a adminEnv) show(id string) backend.MessageInfo {
 	a.T.Helper()
 	m, err := a.message(id)
 	require.NoError(a.T, err)
@@ -100,14 +100,14 @@ func (a adminEnv) show(id string) pubsub.MessageInfo {
 }
 
 func (a adminEnv) remove(g, id string) error {
-	return a.e.DeleteMessage(a.Ctx, &pubsub.MessageParams{Topic: topic, Group: g, ID: id})
+	return a.e.DeleteMessage(a.Ctx, &backend.MessageParams{Topic: topic, Group: g, ID: id})
 }
 
 func (a adminEnv) run(id string) error {
-	return a.e.RunMessage(a.Ctx, &pubsub.MessageParams{Topic: topic, Group: group, ID: id})
+	return a.e.RunMessage(a.Ctx, &backend.MessageParams{Topic: topic, Group: group, ID: id})
 }
 
-func infoIDs(ms []pubsub.MessageInfo) []string {
+func infoIDs(ms []backend.MessageInfo) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.ID
@@ -153,9 +153,9 @@ func (a adminEnv) fourStates() ids {
 	a.EnsureGroup(topic, group)
 	out := ids(a.Publish(topic, payloads("m", 21)...))
 	require.Equal(a.T, out.span(1, 7), sorted(adaptertest.IDs(a.Claim(topic, group, "c1", 7))))
-	var dead []pubsub.NackItem
+	var dead []backend.NackItem
 	for _, d := range a.Claim(topic, group, "c2", 7) {
-		dead = append(dead, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad " + d.ID})
+		dead = append(dead, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "bad " + d.ID})
 	}
 	require.Equal(a.T, 7, a.Nack(topic, group, "c2", 0, dead...).DeadLettered)
 	for i := range 7 {
@@ -171,27 +171,27 @@ func TestMessagesPagesEachStateInOrder(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
 		id := a.fourStates()
 
-		ready, pages := a.all(pubsub.StateReady, 3)
+		ready, pages := a.all(backend.StateReady, 3)
 		require.Equal(t, id.span(15, 21), infoIDs(ready), "delivery order")
 		require.Equal(t, 3, pages)
 		for i, m := range ready {
-			require.Equal(t, pubsub.StateReady, m.State)
+			require.Equal(t, backend.StateReady, m.State)
 			require.Equal(t, fmt.Sprintf("m%d", 14+i), string(m.Envelope.Payload))
 			require.Zero(t, m.Attempts)
 		}
 
 		// delayed 22..28 were published due latest first.
-		delayed, _ := a.all(pubsub.StateDelayed, 3)
+		delayed, _ := a.all(backend.StateDelayed, 3)
 		require.Equal(t, id.pick(28, 27, 26, 25, 24, 23, 22), infoIDs(delayed), "due order")
 		for i, m := range delayed {
-			require.Equal(t, pubsub.StateDelayed, m.State)
+			require.Equal(t, backend.StateDelayed, m.State)
 			require.WithinDuration(t, time.Now().Add(time.Hour), m.Due, 10*time.Second)
 			if i > 0 {
 				require.True(t, m.Due.After(delayed[i-1].Due))
 			}
 		}
 
-		pending, _ := a.all(pubsub.StatePending, 3)
+		pending, _ := a.all(backend.StatePending, 3)
 		require.Equal(t, id.span(1, 7), sorted(infoIDs(pending)))
 		for i, m := range pending {
 			require.Equal(t, "c1", m.Consumer)
@@ -204,7 +204,7 @@ func TestMessagesPagesEachStateInOrder(t *testing.T) {
 			}
 		}
 
-		dead, _ := a.all(pubsub.StateDead, 3)
+		dead, _ := a.all(backend.StateDead, 3)
 		require.Equal(t, id.span(8, 14), sorted(infoIDs(dead)))
 		for i, m := range dead {
 			require.Equal(t, "bad "+m.ID, m.Reason)
@@ -215,7 +215,7 @@ func TestMessagesPagesEachStateInOrder(t *testing.T) {
 			}
 		}
 
-		empty := a.page(pubsub.StateReady, "", 0)
+		empty := a.page(backend.StateReady, "", 0)
 		require.Len(t, empty.Messages, 7, "Count 0 reads the default page")
 		require.Empty(t, empty.Next)
 	})
@@ -228,35 +228,35 @@ func TestMessagesSkipWhatLeftBetweenPages(t *testing.T) {
 		id := a.fourStates()
 
 		// ready 15..21: a claim of five takes the first page and two more.
-		p1 := a.page(pubsub.StateReady, "", 3)
+		p1 := a.page(backend.StateReady, "", 3)
 		require.Equal(t, id.span(15, 17), infoIDs(p1.Messages))
 		claimed := a.Claim(topic, group, "c3", 5)
 		require.Equal(t, id.span(15, 19), adaptertest.IDs(claimed))
-		p2 := a.page(pubsub.StateReady, p1.Next, 3)
+		p2 := a.page(backend.StateReady, p1.Next, 3)
 		require.Equal(t, id.span(20, 21), infoIDs(p2.Messages))
 		require.Empty(t, p2.Next)
 
 		// A release puts 15 back at the consume end, before the cursor: not listed again.
-		p1 = a.page(pubsub.StateReady, "", 1)
+		p1 = a.page(backend.StateReady, "", 1)
 		require.Equal(t, id.pick(20), infoIDs(p1.Messages))
-		a.Nack(topic, group, "c3", 0, pubsub.NackItem{ID: id.n(15), Attempt: 1, Release: true})
-		rest, _ := a.allFrom(pubsub.StateReady, p1.Next, 1)
+		a.Nack(topic, group, "c3", 0, backend.NackItem{ID: id.n(15), Attempt: 1, Release: true})
+		rest, _ := a.allFrom(backend.StateReady, p1.Next, 1)
 		require.Equal(t, id.pick(21), infoIDs(rest))
 
 		// delayed 28..22: run the next page's first one, and the cursor's own.
-		p1 = a.page(pubsub.StateDelayed, "", 3)
+		p1 = a.page(backend.StateDelayed, "", 3)
 		require.Equal(t, id.pick(28, 27, 26), infoIDs(p1.Messages))
 		require.NoError(t, a.run(id.n(25)))
 		require.NoError(t, a.run(id.n(26)))
-		rest, _ = a.allFrom(pubsub.StateDelayed, p1.Next, 3)
+		rest, _ = a.allFrom(backend.StateDelayed, p1.Next, 3)
 		require.Equal(t, id.pick(24, 23, 22), infoIDs(rest))
 
 		// pending: ack what the next page would start with.
-		all, _ := a.all(pubsub.StatePending, 100)
-		p1 = a.page(pubsub.StatePending, "", 3)
+		all, _ := a.all(backend.StatePending, 100)
+		p1 = a.page(backend.StatePending, "", 3)
 		next := all[len(p1.Messages)]
-		require.Equal(t, 1, a.Ack(topic, group, "x", pubsub.Delivery{ID: next.ID, Attempt: next.Attempts}).Acked)
-		rest, _ = a.allFrom(pubsub.StatePending, p1.Next, 3)
+		require.Equal(t, 1, a.Ack(topic, group, "x", backend.Delivery{ID: next.ID, Attempt: next.Attempts}).Acked)
+		rest, _ = a.allFrom(backend.StatePending, p1.Next, 3)
 		seen := append(infoIDs(p1.Messages), infoIDs(rest)...)
 		require.NotContains(t, seen, next.ID)
 		require.Len(t, seen, len(all)-1)
@@ -264,9 +264,9 @@ func TestMessagesSkipWhatLeftBetweenPages(t *testing.T) {
 }
 
 // allFrom reads the pages of state from cursor on.
-func (a adminEnv) allFrom(state pubsub.MessageState, cursor string, count int) ([]pubsub.MessageInfo, int) {
+func (a adminEnv) allFrom(state backend.MessageState, cursor string, count int) ([]backend.MessageInfo, int) {
 	a.T.Helper()
-	var out []pubsub.MessageInfo
+	var out []backend.MessageInfo
 	for pages := 1; ; pages++ {
 		p := a.page(state, cursor, count)
 		out = append(out, p.Messages...)
@@ -284,7 +284,7 @@ func TestMessageShowsEachState(t *testing.T) {
 		id := a.fourStates()
 
 		m := a.show(id.n(3))
-		require.Equal(t, pubsub.StatePending, m.State)
+		require.Equal(t, backend.StatePending, m.State)
 		require.Equal(t, "c1", m.Consumer)
 		require.Equal(t, 1, m.Attempts)
 		require.Greater(t, m.LeaseLeft, 50*time.Second)
@@ -293,29 +293,29 @@ func TestMessageShowsEachState(t *testing.T) {
 		require.Equal(t, group, m.Group)
 
 		m = a.show(id.n(9))
-		require.Equal(t, pubsub.StateDead, m.State)
+		require.Equal(t, backend.StateDead, m.State)
 		require.Equal(t, "bad "+id.n(9), m.Reason)
 		require.Equal(t, 1, m.Attempts)
 		require.False(t, m.DeadAt.IsZero())
 
 		m = a.show(id.n(21))
-		require.Equal(t, pubsub.StateReady, m.State)
+		require.Equal(t, backend.StateReady, m.State)
 		require.Zero(t, m.Attempts)
 		require.True(t, m.Due.IsZero())
 		require.Equal(t, "uuid-m20", m.Envelope.UUID)
 
 		m = a.show(id.n(24))
-		require.Equal(t, pubsub.StateDelayed, m.State)
+		require.Equal(t, backend.StateDelayed, m.State)
 		require.WithinDuration(t, time.Now().Add(time.Hour+4*time.Second), m.Due, 5*time.Second)
 
 		// A retry keeps its attempts: ready again after one, delayed after another.
 		d := a.Claim(topic, group, "c4", 1)[0]
-		a.Nack(topic, group, "c4", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt})
+		a.Nack(topic, group, "c4", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt})
 		require.Equal(t, 1, a.show(d.ID).Attempts)
 		d = a.Claim(topic, group, "c4", 1)[0]
-		a.Nack(topic, group, "c4", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour})
+		a.Nack(topic, group, "c4", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour})
 		m = a.show(d.ID)
-		require.Equal(t, pubsub.StateDelayed, m.State)
+		require.Equal(t, backend.StateDelayed, m.State)
 		require.Equal(t, 2, m.Attempts)
 
 		// An expired lease waits for Reclaim: negative lease left.
@@ -323,10 +323,10 @@ func TestMessageShowsEachState(t *testing.T) {
 		require.Negative(t, a.show(id.n(4)).LeaseLeft)
 
 		// Acked, never published, or not an ID as the backend writes it: not found.
-		a.Ack(topic, group, "c1", pubsub.Delivery{ID: id.n(5), Attempt: 1})
+		a.Ack(topic, group, "c1", backend.Delivery{ID: id.n(5), Attempt: 1})
 		for _, bad := range []string{id.n(5), adaptertest.IDAfter(t, id.n(28), 71), "abc", "00" + id.n(7), ""} {
 			_, err := a.message(bad)
-			require.ErrorIs(t, err, pubsub.ErrMessageNotFound, bad)
+			require.ErrorIs(t, err, backend.ErrMessageNotFound, bad)
 		}
 	})
 }
@@ -339,11 +339,11 @@ func TestMessageShowsAMissingOrCorruptBody(t *testing.T) {
 		require.NoError(t, a.e.InjectCorrupt(a.Ctx, topic, group, []byte("\xffjunk")))
 		require.NoError(t, a.e.DeleteBody(a.Ctx, topic, ids[0]))
 
-		ms, _ := a.all(pubsub.StateReady, 10)
+		ms, _ := a.all(backend.StateReady, 10)
 		require.Len(t, ms, 2)
 		require.True(t, ms[0].BodyMissing)
 		require.Equal(t, []byte("\xffjunk"), ms[1].Raw)
-		require.ErrorIs(t, ms[1].Err, pubsub.ErrCorruptEntry)
+		require.ErrorIs(t, ms[1].Err, backend.ErrCorruptEntry)
 		require.True(t, a.show(ms[1].ID).Raw != nil)
 	})
 }
@@ -362,7 +362,7 @@ func TestDeleteMessageInEachState(t *testing.T) {
 			if d.ID == id.n(29) || d.ID == id.n(30) {
 				a.Ack(topic, "other", "o", d)
 			} else {
-				a.Nack(topic, "other", "o", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
+				a.Nack(topic, "other", "o", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Release: true})
 			}
 		}
 
@@ -370,17 +370,17 @@ func TestDeleteMessageInEachState(t *testing.T) {
 		for _, id := range gone {
 			require.NoError(t, a.remove(group, id), id)
 			_, err := a.message(id)
-			require.ErrorIs(t, err, pubsub.ErrMessageNotFound, "%s is gone", id)
-			require.ErrorIs(t, a.remove(group, id), pubsub.ErrMessageNotFound, "twice")
+			require.ErrorIs(t, err, backend.ErrMessageNotFound, "%s is gone", id)
+			require.ErrorIs(t, a.remove(group, id), backend.ErrMessageNotFound, "twice")
 		}
-		for _, s := range pubsub.States {
+		for _, s := range backend.States {
 			ms, _ := a.all(s, 100)
 			for _, id := range gone {
 				require.NotContains(t, infoIDs(ms), id, "%s is not listed as %s", id, s)
 			}
 		}
 		// A holder's ack of the deleted pending message is stale.
-		res := a.Ack(topic, group, "c1", pubsub.Delivery{ID: id.n(2), Attempt: 1})
+		res := a.Ack(topic, group, "c1", backend.Delivery{ID: id.n(2), Attempt: 1})
 		require.Equal(t, 0, res.Acked)
 		require.Equal(t, 1, res.Stale)
 
@@ -437,12 +437,12 @@ func TestRunMessage(t *testing.T) {
 		a.EnsureGroup(topic, group)
 		ids := a.PublishDelayed(topic, time.Hour, "later")
 		ready := a.Publish(topic, "now")
-		require.ErrorIs(t, a.run(ready[0]), pubsub.ErrNotDelayed)
+		require.ErrorIs(t, a.run(ready[0]), backend.ErrNotDelayed)
 		require.NoError(t, a.run(ids[0]))
-		require.Equal(t, pubsub.StateReady, a.show(ids[0]).State)
+		require.Equal(t, backend.StateReady, a.show(ids[0]).State)
 		require.ElementsMatch(t, []string{ready[0], ids[0]}, adaptertest.IDs(a.Claim(topic, group, "c", 10)))
-		require.ErrorIs(t, a.run(ids[0]), pubsub.ErrNotDelayed, "pending")
-		require.ErrorIs(t, a.run(adaptertest.IDAfter(t, ready[0], 98)), pubsub.ErrMessageNotFound, "never published")
+		require.ErrorIs(t, a.run(ids[0]), backend.ErrNotDelayed, "pending")
+		require.ErrorIs(t, a.run(adaptertest.IDAfter(t, ready[0], 98)), backend.ErrMessageNotFound, "never published")
 	})
 }
 
@@ -450,26 +450,26 @@ func TestRunMessage(t *testing.T) {
 func TestMessagesBadInput(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
 		a.fourStates()
-		page := a.page(pubsub.StateDelayed, "", 2)
+		page := a.page(backend.StateDelayed, "", 2)
 		for _, c := range []string{"junk", "ready" + page.Next[len("delayed"):], "delayed:x:1:22", "delayed:d:1:a b", "delayed:d:zz:22"} {
-			_, err := a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: pubsub.StateDelayed, Cursor: c})
-			require.ErrorIs(t, err, pubsub.ErrBadCursor, c)
+			_, err := a.e.Messages(a.Ctx, &backend.MessagesParams{Topic: topic, Group: group, State: backend.StateDelayed, Cursor: c})
+			require.ErrorIs(t, err, backend.ErrBadCursor, c)
 		}
-		_, err := a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: "stuck"})
-		require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
-		_, err = a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: group, State: pubsub.StateDead, Count: -1})
-		require.ErrorIs(t, err, pubsub.ErrInvalidConfig)
-		_, err = a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: topic, Group: "nobody", State: pubsub.StateDead})
-		require.ErrorIs(t, err, pubsub.ErrGroupNotFound)
-		_, err = a.e.Messages(a.Ctx, &pubsub.MessagesParams{Topic: "a{b", Group: group, State: pubsub.StateDead})
-		require.ErrorIs(t, err, pubsub.ErrInvalidName)
-		for _, call := range []func(*pubsub.MessageParams) error{
-			func(p *pubsub.MessageParams) error { _, err := a.e.Message(a.Ctx, p); return err },
-			func(p *pubsub.MessageParams) error { return a.e.DeleteMessage(a.Ctx, p) },
-			func(p *pubsub.MessageParams) error { return a.e.RunMessage(a.Ctx, p) },
+		_, err := a.e.Messages(a.Ctx, &backend.MessagesParams{Topic: topic, Group: group, State: "stuck"})
+		require.ErrorIs(t, err, backend.ErrInvalidConfig)
+		_, err = a.e.Messages(a.Ctx, &backend.MessagesParams{Topic: topic, Group: group, State: backend.StateDead, Count: -1})
+		require.ErrorIs(t, err, backend.ErrInvalidConfig)
+		_, err = a.e.Messages(a.Ctx, &backend.MessagesParams{Topic: topic, Group: "nobody", State: backend.StateDead})
+		require.ErrorIs(t, err, backend.ErrGroupNotFound)
+		_, err = a.e.Messages(a.Ctx, &backend.MessagesParams{Topic: "a{b", Group: group, State: backend.StateDead})
+		require.ErrorIs(t, err, backend.ErrInvalidName)
+		for _, call := range []func(*backend.MessageParams) error{
+			func(p *backend.MessageParams) error { _, err := a.e.Message(a.Ctx, p); return err },
+			func(p *backend.MessageParams) error { return a.e.DeleteMessage(a.Ctx, p) },
+			func(p *backend.MessageParams) error { return a.e.RunMessage(a.Ctx, p) },
 		} {
-			require.ErrorIs(t, call(&pubsub.MessageParams{Topic: topic, Group: "nobody", ID: "1"}), pubsub.ErrGroupNotFound)
-			require.ErrorIs(t, call(&pubsub.MessageParams{Topic: topic, Group: "no:colon", ID: "1"}), pubsub.ErrInvalidName)
+			require.ErrorIs(t, call(&backend.MessageParams{Topic: topic, Group: "nobody", ID: "1"}), backend.ErrGroupNotFound)
+			require.ErrorIs(t, call(&backend.MessageParams{Topic: topic, Group: "no:colon", ID: "1"}), backend.ErrInvalidName)
 		}
 	})
 }
@@ -485,7 +485,7 @@ func TestMessagesHideWhatIsMarkedAcked(t *testing.T) {
 		}
 		var pages [][]string
 		for cursor := ""; ; {
-			p := a.page(pubsub.StateReady, cursor, 3)
+			p := a.page(backend.StateReady, cursor, 3)
 			pages = append(pages, infoIDs(p.Messages))
 			if cursor = p.Next; cursor == "" {
 				break
@@ -495,13 +495,13 @@ func TestMessagesHideWhatIsMarkedAcked(t *testing.T) {
 
 		// A late ack of a message that waits delayed after a nack.
 		d := a.Claim(topic, group, "c", 1)[0]
-		a.Nack(topic, group, "c", 0, pubsub.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour})
-		require.Equal(t, pubsub.StateDelayed, a.show(d.ID).State)
+		a.Nack(topic, group, "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, Delay: time.Hour})
+		require.Equal(t, backend.StateDelayed, a.show(d.ID).State)
 		res := a.Ack(topic, group, "c", d)
 		require.Equal(t, 1, res.Acked)
 		_, err := a.message(d.ID)
-		require.ErrorIs(t, err, pubsub.ErrMessageNotFound)
-		delayed, _ := a.all(pubsub.StateDelayed, 10)
+		require.ErrorIs(t, err, backend.ErrMessageNotFound)
+		delayed, _ := a.all(backend.StateDelayed, 10)
 		require.Empty(t, delayed)
 	})
 }
@@ -510,15 +510,15 @@ func TestMessagesHideWhatIsMarkedAcked(t *testing.T) {
 func TestMessagesSkipARequeuedDeadLetter(t *testing.T) {
 	each(t, func(t *testing.T, a adminEnv) {
 		a.fourStates()
-		all, _ := a.all(pubsub.StateDead, 100)
-		p1 := a.page(pubsub.StateDead, "", 2)
+		all, _ := a.all(backend.StateDead, 100)
+		p1 := a.page(backend.StateDead, "", 2)
 		requeued := []string{p1.Messages[1].ID, all[2].ID}
-		n, err := a.e.RequeueDeadLetters(a.Ctx, &pubsub.RequeueParams{Topic: topic, Group: group, IDs: requeued})
+		n, err := a.e.RequeueDeadLetters(a.Ctx, &backend.RequeueParams{Topic: topic, Group: group, IDs: requeued})
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
-		rest, _ := a.allFrom(pubsub.StateDead, p1.Next, 2)
+		rest, _ := a.allFrom(backend.StateDead, p1.Next, 2)
 		require.Equal(t, infoIDs(all[3:]), infoIDs(rest))
-		require.Equal(t, pubsub.StateReady, a.show(requeued[0]).State)
+		require.Equal(t, backend.StateReady, a.show(requeued[0]).State)
 	})
 }
 
@@ -534,17 +534,17 @@ func TestMessagesOnAFullRedis(t *testing.T) {
 			a := adminEnvOn(t, name, c, redistest.Prefix(t))
 			id := a.fourStates()
 			require.NoError(t, c.ConfigSet(a.Ctx, "maxmemory", "1").Err())
-			_, err := a.e.Publish(a.Ctx, &pubsub.PublishParams{Topic: topic, Messages: messages("x")})
-			require.ErrorIs(t, err, pubsub.ErrRedisFull, "the Redis is full")
+			_, err := a.e.Publish(a.Ctx, &backend.PublishParams{Topic: topic, Messages: messages("x")})
+			require.ErrorIs(t, err, backend.ErrRedisFull, "the Redis is full")
 
-			for _, s := range pubsub.States {
+			for _, s := range backend.States {
 				ms, _ := a.all(s, 3)
 				require.Len(t, ms, 7, "%s", s)
 			}
 			for _, gone := range id.pick(2, 9, 16, 23) {
 				require.NoError(t, a.remove(group, gone), gone)
 				_, err := a.message(gone)
-				require.ErrorIs(t, err, pubsub.ErrMessageNotFound, gone)
+				require.ErrorIs(t, err, backend.ErrMessageNotFound, gone)
 			}
 		})
 	}

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Defaults of Options.
@@ -31,21 +31,21 @@ type Options struct {
 	// BacklogLimit bounds a topic's backlog: the messages published while the topic has no
 	// group, kept for the first group that registers (pubsub's backlog rule). A publish beyond
 	// it drops the oldest, those the first group would have received first, or is refused
-	// (BacklogFull). Defaults to pubsub.BacklogLimitDefault (10,000); negative is invalid.
+	// (BacklogFull). Defaults to backend.BacklogLimitDefault (10,000); negative is invalid.
 	BacklogLimit int
 	// BacklogFull is what a publish the full backlog cannot hold does:
-	// pubsub.BacklogDropOldest (the default) or pubsub.BacklogRefuse.
-	BacklogFull pubsub.BacklogPolicy
+	// backend.BacklogDropOldest (the default) or backend.BacklogRefuse.
+	BacklogFull backend.BacklogPolicy
 	// BacklogTTL is how long a backlog, and its topic's keys, live after the last publish while
 	// no group registers; then Redis deletes them (a topic created again issues delivery IDs
-	// above the old ones). Defaults to pubsub.BacklogTTLDefault (24h); negative is invalid.
+	// above the old ones). Defaults to backend.BacklogTTLDefault (24h); negative is invalid.
 	BacklogTTL time.Duration
 	// TombstoneTTL is how long a group deleted through the Admin API (DeleteGroup,
 	// DeleteTopic: the CLI, the dashboard) stays marked deleted: its running subscriptions
-	// that find it unregistered within that time stop with pubsub.ErrGroupDeleted, where
+	// that find it unregistered within that time stop with backend.ErrGroupDeleted, where
 	// finding no mark makes them register it again (its state vanished; see
-	// pubsub.TombstoneTTLDefault). Give every process of a deployment the same value.
-	// Defaults to pubsub.TombstoneTTLDefault (24h); negative is invalid.
+	// backend.TombstoneTTLDefault). Give every process of a deployment the same value.
+	// Defaults to backend.TombstoneTTLDefault (24h); negative is invalid.
 	TombstoneTTL time.Duration
 }
 
@@ -58,16 +58,16 @@ func (o Options) WithDefaults() Options {
 		o.BatchSize = BatchSizeDefault
 	}
 	if o.BacklogLimit == 0 {
-		o.BacklogLimit = pubsub.BacklogLimitDefault
+		o.BacklogLimit = backend.BacklogLimitDefault
 	}
 	if o.BacklogTTL == 0 {
-		o.BacklogTTL = pubsub.BacklogTTLDefault
+		o.BacklogTTL = backend.BacklogTTLDefault
 	}
 	if o.TombstoneTTL == 0 {
-		o.TombstoneTTL = pubsub.TombstoneTTLDefault
+		o.TombstoneTTL = backend.TombstoneTTLDefault
 	}
 	if o.BacklogFull == "" {
-		o.BacklogFull = pubsub.BacklogDropOldest
+		o.BacklogFull = backend.BacklogDropOldest
 	}
 	return o
 }
@@ -78,16 +78,16 @@ func (o Options) validate() error {
 		return err
 	}
 	if o.BacklogLimit < 0 {
-		return &pubsub.ConfigError{Field: "BacklogLimit", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "BacklogLimit", Reason: "must not be negative"}
 	}
 	if o.BacklogTTL < 0 {
-		return &pubsub.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "BacklogTTL", Reason: "must not be negative"}
 	}
 	if err := backendkit.ValidateBacklogPolicy(o.BacklogFull); err != nil {
 		return err
 	}
 	if o.TombstoneTTL < 0 {
-		return &pubsub.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
+		return &backend.ConfigError{Field: "TombstoneTTL", Reason: "must not be negative"}
 	}
 	return backendkit.ValidateBatchSize(o.BatchSize)
 }
@@ -97,7 +97,7 @@ func (o Options) validate() error {
 // trip and works while Redis is still starting.
 func Open(client redis.UniversalClient, opts Options, store Store) (*Engine, error) {
 	if client == nil {
-		return nil, &pubsub.ConfigError{Field: "client", Reason: "must not be nil"}
+		return nil, &backend.ConfigError{Field: "client", Reason: "must not be nil"}
 	}
 	opts = opts.WithDefaults()
 	if err := opts.validate(); err != nil {
@@ -106,6 +106,6 @@ func Open(client redis.UniversalClient, opts Options, store Store) (*Engine, err
 	store.BatchSize = opts.BatchSize
 	e := New(client, opts.Prefix, store)
 	e.backlogLimit, e.backlogTTL, e.tombstoneTTL = opts.BacklogLimit, opts.BacklogTTL, opts.TombstoneTTL
-	e.backlogRefuse = opts.BacklogFull == pubsub.BacklogRefuse
+	e.backlogRefuse = opts.BacklogFull == backend.BacklogRefuse
 	return e, nil
 }

@@ -4,19 +4,19 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 )
 
 // PauseGroup stops deliveries to a group (pause.lua sets the paused flag of its registry
 // value): its claims return nothing, a blocking one after sleeping out its Block, while
 // publishes still store its messages and leases taken run their course. Idempotent.
-// pubsub.ErrGroupNotFound when the group is not registered.
+// backend.ErrGroupNotFound when the group is not registered.
 func (e *Engine) PauseGroup(ctx context.Context, topic, group string) error {
 	return e.pause(ctx, topic, group, true)
 }
 
 // ResumeGroup undoes PauseGroup: consumers claim again from their next Claim, at most a Block
-// later. Idempotent. pubsub.ErrGroupNotFound when the group is not registered.
+// later. Idempotent. backend.ErrGroupNotFound when the group is not registered.
 func (e *Engine) ResumeGroup(ctx context.Context, topic, group string) error {
 	return e.pause(ctx, topic, group, false)
 }
@@ -34,7 +34,7 @@ func (e *Engine) pause(ctx context.Context, topic, group string, on bool) error 
 		return err
 	}
 	if found == 0 {
-		return fmt.Errorf("%s: group %q of topic %q: %w", e.store.Name, group, topic, pubsub.ErrGroupNotFound)
+		return fmt.Errorf("%s: group %q of topic %q: %w", e.store.Name, group, topic, backend.ErrGroupNotFound)
 	}
 	return nil
 }

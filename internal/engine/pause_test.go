@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,8 +28,8 @@ func TestPauseStopsClaimsAndResumeRestoresThem(t *testing.T) {
 			require.Empty(t, claim(t, e, "t", "g", "w", 10))
 			start := time.Now()
 			block := 100 * time.Millisecond
-			ds, err := e.Claim(ctx, &pubsub.ClaimParams{Topic: "t", Group: "g", Consumer: "w", Count: 10, Lease: time.Minute, Block: block}, 0,
-				func(_ context.Context, _ *pubsub.ClaimParams, _ int, _, _ time.Duration) ([]pubsub.Delivery, bool, error) {
+			ds, err := e.Claim(ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "w", Count: 10, Lease: time.Minute, Block: block}, 0,
+				func(_ context.Context, _ *backend.ClaimParams, _ int, _, _ time.Duration) ([]backend.Delivery, bool, error) {
 					t.Error("a paused group's claim waits for nothing in Redis")
 					return nil, false, nil
 				})
@@ -48,8 +48,8 @@ func TestPauseStopsClaimsAndResumeRestoresThem(t *testing.T) {
 			require.False(t, stats(t, e, "t", "g").Paused)
 			require.Equal(t, []string{"a", "b"}, adaptertest.Payloads(claim(t, e, "t", "g", "w", 10)))
 
-			require.ErrorIs(t, e.PauseGroup(ctx, "t", "nope"), pubsub.ErrGroupNotFound)
-			require.ErrorIs(t, e.ResumeGroup(ctx, "nope", "g"), pubsub.ErrGroupNotFound)
+			require.ErrorIs(t, e.PauseGroup(ctx, "t", "nope"), backend.ErrGroupNotFound)
+			require.ErrorIs(t, e.ResumeGroup(ctx, "nope", "g"), backend.ErrGroupNotFound)
 		})
 	}
 }

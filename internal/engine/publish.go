@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // publishTries bounds the retries of a publish whose cached registry was stale. Each retry
@@ -25,12 +25,12 @@ const publishTries = 5
 // are deleted before the batch is stored (so it does not go to them), and a step of freeing
 // deleted groups' trash follows a publish that found some (an error there is left for the
 // next publish, Reclaim or delete to meet: the batch is stored).
-func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.PublishResult, error) {
+func (e *Engine) Publish(ctx context.Context, p *backend.PublishParams) (backend.PublishResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic); err != nil {
-		return pubsub.PublishResult{}, err
+		return backend.PublishResult{}, err
 	}
 	if len(p.Messages) == 0 {
-		return pubsub.PublishResult{}, nil
+		return backend.PublishResult{}, nil
 	}
 	lane, token := e.lanes.Take()
 	defer e.lanes.Free(lane)
@@ -38,7 +38,7 @@ func (e *Engine) Publish(ctx context.Context, p *pubsub.PublishParams) (pubsub.P
 }
 
 // publish is Publish on a given lane and token (tests resend a call with them).
-func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, token string) (pubsub.PublishResult, error) {
+func (e *Engine) publish(ctx context.Context, p *backend.PublishParams, lane, token string) (backend.PublishResult, error) {
 	topic, msgs := p.Topic, p.Messages
 	reg := e.cached(topic)
 	head := append(e.topicKeys(topic).list(), e.backlog(topic)...)
@@ -60,11 +60,11 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 			if e.store.Priority != nil {
 				prio = e.store.Priority(m.Priority)
 			}
-			args = append(args, backendkit.Millis(m.Delay), prio, pubsub.EncodeEnvelope(m.Envelope))
+			args = append(args, backendkit.Millis(m.Delay), prio, backend.EncodeEnvelope(m.Envelope))
 		}
 		res, err := e.run(ctx, "publish", keys, args...).Slice()
 		if err != nil {
-			return pubsub.PublishResult{Reregistered: restored}, err
+			return backend.PublishResult{Reregistered: restored}, err
 		}
 		switch backendkit.Int(res[0]) {
 		case 1:
@@ -82,44 +82,44 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 			for i := range ids {
 				ids[i] = strconv.FormatInt(last-int64(len(ids)-1-i), 10)
 			}
-			return pubsub.PublishResult{IDs: ids, BacklogDropped: backendkit.Int(res[4]), Reregistered: restored}, nil
+			return backend.PublishResult{IDs: ids, BacklogDropped: backendkit.Int(res[4]), Reregistered: restored}, nil
 		case 3:
-			return pubsub.PublishResult{Reregistered: restored}, &pubsub.BacklogFullError{Topic: topic, Limit: e.backlogLimit}
+			return backend.PublishResult{Reregistered: restored}, &backend.BacklogFullError{Topic: topic, Limit: e.backlogLimit}
 		case 4:
 			// Groups of the cached registry vanished with the topic's state: register them
 			// again before storing, so that each receives this batch, not only the first
 			// registered again (which takes the backlog). A restore is not a stale registry;
 			// it has a bound of its own, as sweeps do.
 			if sweeps++; sweeps > publishTries {
-				return pubsub.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its vanished groups could not be registered again in %d tries", e.store.Name, topic, publishTries)
+				return backend.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its vanished groups could not be registered again in %d tries", e.store.Name, topic, publishTries)
 			}
 			if restored, err = e.restore(ctx, topic, res[1:], restored); err != nil {
-				return pubsub.PublishResult{Reregistered: restored}, err
+				return backend.PublishResult{Reregistered: restored}, err
 			}
 			reg = e.cached(topic)
 		case 2:
 			// Ephemeral groups whose members all expired: delete them, then learn the registry.
 			// A sweep is not a stale registry; it has a bound of its own.
 			if sweeps++; sweeps > publishTries {
-				return pubsub.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its expired groups could not be deleted in %d tries", e.store.Name, topic, publishTries)
+				return backend.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its expired groups could not be deleted in %d tries", e.store.Name, topic, publishTries)
 			}
 			for _, g := range res[1:] {
 				name, _ := g.(string)
-				if err := pubsub.ValidateName("group", name); err != nil {
-					return pubsub.PublishResult{Reregistered: restored}, fmt.Errorf("%s: expired group: %w", e.store.Name, err)
+				if err := backend.ValidateName("group", name); err != nil {
+					return backend.PublishResult{Reregistered: restored}, fmt.Errorf("%s: expired group: %w", e.store.Name, err)
 				}
 				if _, err := e.deleteGroup(ctx, topic, name, modeExpired, "", sweepSteps); err != nil {
-					return pubsub.PublishResult{Reregistered: restored}, err
+					return backend.PublishResult{Reregistered: restored}, err
 				}
 			}
 		default:
 			if reg, err = e.remember(topic, res[1:]); err != nil {
-				return pubsub.PublishResult{Reregistered: restored}, err
+				return backend.PublishResult{Reregistered: restored}, err
 			}
 			tries++
 		}
 	}
-	return pubsub.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
+	return backend.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
 }
 
 // restore registers again the groups publish.lua named (RegisterAgain, durable), and returns
@@ -128,8 +128,8 @@ func (e *Engine) publish(ctx context.Context, p *pubsub.PublishParams, lane, tok
 func (e *Engine) restore(ctx context.Context, topic string, names []any, restored []string) ([]string, error) {
 	for _, g := range names {
 		name, _ := g.(string)
-		r, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: topic, Group: name})
-		if errors.Is(err, pubsub.ErrGroupDeleted) {
+		r, err := e.RegisterAgain(ctx, &backend.RegisterAgainParams{Topic: topic, Group: name})
+		if errors.Is(err, backend.ErrGroupDeleted) {
 			continue
 		}
 		if err != nil {
@@ -147,7 +147,7 @@ func (e *Engine) restore(ctx context.Context, topic string, names []any, restore
 // receives messages published from now on, and the topic's backlog if it is the first group:
 // p.FromOldest asks for nothing more (no Capabilities.NewGroupReplay) and is ignored. A group
 // registered already, durable or ephemeral, stays as it is.
-func (e *Engine) EnsureGroup(ctx context.Context, p *pubsub.EnsureGroupParams) error {
+func (e *Engine) EnsureGroup(ctx context.Context, p *backend.EnsureGroupParams) error {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return err
 	}

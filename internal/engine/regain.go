@@ -3,26 +3,26 @@ package engine
 import (
 	"context"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // RegisterAgain registers a group again for a running subscription that found it
 // unregistered without a tombstone (regain.lua): durable as ensuregroup.lua would, or joined
 // as join.lua would with p.Ephemeral. The first group of the topic takes its backlog. Under a
-// tombstone: an error matching pubsub.ErrGroupDeleted. It primes the publish cache, as
+// tombstone: an error matching backend.ErrGroupDeleted. It primes the publish cache, as
 // EnsureGroup does.
 //
 // The count of re-registrations goes on from the largest this process has seen of the group,
 // or p.Known: a Redis that came back empty forgot the group's own, and a publisher that
 // restores a group (Publish) knows no count of its own.
-func (e *Engine) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParams) (pubsub.RegisterAgainResult, error) {
+func (e *Engine) RegisterAgain(ctx context.Context, p *backend.RegisterAgainParams) (backend.RegisterAgainResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
-		return pubsub.RegisterAgainResult{}, err
+		return backend.RegisterAgainResult{}, err
 	}
 	eph, err := backendkit.RegainMode(p)
 	if err != nil {
-		return pubsub.RegisterAgainResult{}, err
+		return backend.RegisterAgainResult{}, err
 	}
 	keys := append(e.topicKeys(p.Topic).list(), e.backlog(p.Topic)...)
 	keys = append(keys, e.Keys(p.Topic, p.Group).groupOnly()...)
@@ -33,7 +33,7 @@ func (e *Engine) RegisterAgain(ctx context.Context, p *pubsub.RegisterAgainParam
 	}
 	res, err := e.run(ctx, "regain", keys, p.Group, eph, p.Consumer, backendkit.Millis(p.TTL), known).Slice()
 	if err != nil {
-		return pubsub.RegisterAgainResult{}, e.groupError(p.Topic, p.Group, err)
+		return backend.RegisterAgainResult{}, e.groupError(p.Topic, p.Group, err)
 	}
 	r := backendkit.DecodeRegain(res)
 	e.regained.Store(at, r.Times)

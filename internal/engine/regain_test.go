@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/pubsub"
 )
 
 // Another client deletes the registry alone: the group's own messages survive, and
@@ -23,7 +23,7 @@ func TestRegisteringAgainKeepsTheGroupsSurvivingMessages(t *testing.T) {
 			require.NoError(t, e.Client().Del(ctx, e.Keys("t", "g").Registry()).Err())
 			require.NoError(t, e.Learn("t", []any{"0", "0"}), "a publisher that knows no group")
 			publish(t, e, "t", "d", "e")
-			res, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: "t", Group: "g"})
+			res, err := e.RegisterAgain(ctx, &backend.RegisterAgainParams{Topic: "t", Group: "g"})
 			require.NoError(t, err)
 			require.True(t, res.Registered, "%+v", res)
 			require.ElementsMatch(t, []string{"a", "b", "c"}, adaptertest.Payloads(claim(t, e, "t", "g", "c", 10)),

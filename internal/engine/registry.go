@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // confirmEvery is how stale a registry's learned time may grow before a publish routed by it
@@ -123,7 +123,7 @@ func (e *Engine) remember(topic string, reply []any) (*registry, error) {
 	members := make([]member, 0, len(reply)-2)
 	for _, m := range reply[2:] {
 		name, ephemeral := strings.CutSuffix(replyString(m), ":e")
-		if err := pubsub.ValidateName("group", name); err != nil {
+		if err := backend.ValidateName("group", name); err != nil {
 			return reg, fmt.Errorf("%s: registered group: %w", e.store.Name, err)
 		}
 		members = append(members, member{name, ephemeral})

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
-	"github.com/relq/relq/pubsub"
 )
 
 // A publisher that knew a topic's durable groups registers them again when they vanished from
@@ -28,7 +28,7 @@ func TestPublisherRegistersAgainTheGroupsItKnew(t *testing.T) {
 			require.NoError(t, e.Client().Del(ctx, e.Keys("t", "g").Registry()).Err())
 			require.Equal(t, []string{"g"}, restored(t, e, "t", "d", "e"))
 			require.ElementsMatch(t, []string{"a", "b", "c", "d", "e"}, adaptertest.Payloads(claim(t, e, "t", "g", "c", 10)))
-			s, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: "g"})
+			s, err := e.Stats(ctx, &backend.StatsParams{Topic: "t", Group: "g"})
 			require.NoError(t, err)
 			require.Equal(t, int64(1), s.Counters.Reregistered, "%+v", s.Counters)
 		})
@@ -55,7 +55,7 @@ func TestPublisherRegistersAgainEveryGroupItKnew(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			known(t, e, "t", "g1", "g2")
 			forget(t, e, "t")
-			res, err := e.Publish(t.Context(), &pubsub.PublishParams{Topic: "t", Messages: messages("b")})
+			res, err := e.Publish(t.Context(), &backend.PublishParams{Topic: "t", Messages: messages("b")})
 			require.NoError(t, err)
 			require.Equal(t, []string{"g1", "g2"}, res.Reregistered)
 			for _, g := range []string{"g1", "g2"} {
@@ -75,7 +75,7 @@ func TestPublisherRegistersAgainTheGroupsStillMissing(t *testing.T) {
 			known(t, e, "t", "g1", "g2")
 			forget(t, e, "t")
 			seen := e.CachedVersion("t")
-			_, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: "t", Group: "g1"})
+			_, err := e.RegisterAgain(ctx, &backend.RegisterAgainParams{Topic: "t", Group: "g1"})
 			require.NoError(t, err)
 			require.Equal(t, []string{"g1"}, e.Cached("t"), "the subscriber's process learned the new registry")
 			require.NoError(t, e.Learn("t", []any{seen, "0", "g1", "g2"}), "a publisher that learned the old one")
@@ -113,7 +113,7 @@ func TestPublisherRestoresNoDeletedEphemeralOrStaleGroup(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				ctx := t.Context()
 				ensure(t, e, "t", "g1")
-				require.NoError(t, e.Join(ctx, &pubsub.JoinParams{Topic: "t", Group: "r", Consumer: "c", TTL: time.Minute}))
+				require.NoError(t, e.Join(ctx, &backend.JoinParams{Topic: "t", Group: "r", Consumer: "c", TTL: time.Minute}))
 				require.Equal(t, []string{"g1", "r"}, e.Cached("t"), "the publisher saw the ephemeral group")
 				forget(t, e, "t")
 				require.Equal(t, []string{"g1"}, restored(t, e, "t", "b"))
@@ -150,7 +150,7 @@ func TestPublisherRegistersAgainAGroupItsOwnRegainLeftOut(t *testing.T) {
 			ctx := t.Context()
 			known(t, e, "t", "g1", "g2")
 			forget(t, e, "t")
-			_, err := e.RegisterAgain(ctx, &pubsub.RegisterAgainParams{Topic: "t", Group: "g1"})
+			_, err := e.RegisterAgain(ctx, &backend.RegisterAgainParams{Topic: "t", Group: "g1"})
 			require.NoError(t, err)
 			require.Equal(t, []string{"g1"}, e.Cached("t"), "the registry learned lists g1 alone")
 			require.Equal(t, []string{"g2"}, restored(t, e, "t", "b"))
@@ -197,7 +197,7 @@ func TestRestoresCountEveryLoss(t *testing.T) {
 			for i := 1; i <= 3; i++ {
 				forget(t, e, "t")
 				require.Equal(t, []string{"g"}, restored(t, e, "t", "b"))
-				s, err := e.Stats(ctx, &pubsub.StatsParams{Topic: "t", Group: "g"})
+				s, err := e.Stats(ctx, &backend.StatsParams{Topic: "t", Group: "g"})
 				require.NoError(t, err)
 				require.EqualValues(t, i, s.Counters.Reregistered)
 			}
@@ -218,7 +218,7 @@ func known(t *testing.T, e *engine.Engine, topic string, groups ...string) {
 // restored publishes payloads to topic and returns the groups the publish registered again.
 func restored(t *testing.T, e *engine.Engine, topic string, payloads ...string) []string {
 	t.Helper()
-	res, err := e.Publish(t.Context(), &pubsub.PublishParams{Topic: topic, Messages: messages(payloads...)})
+	res, err := e.Publish(t.Context(), &backend.PublishParams{Topic: topic, Messages: messages(payloads...)})
 	require.NoError(t, err)
 	return res.Reregistered
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/pubsub"
 )
@@ -13,12 +14,12 @@ import (
 // drops its reference to the body (deleted with the last group's). Items not pending, or
 // pending under another attempt or consumer, count as stale; those waiting in ready or
 // delayed after a reclaim or nack are completed all the same (see ack.lua).
-func (e *Engine) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult, error) {
+func (e *Engine) Ack(ctx context.Context, p *backend.AckParams) (backend.AckResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
-		return pubsub.AckResult{}, err
+		return backend.AckResult{}, err
 	}
 	keys := e.Keys(p.Topic, p.Group).all
-	var total pubsub.AckResult
+	var total backend.AckResult
 	for items := range slices.Chunk(p.Items, e.store.BatchSize) {
 		res, err := backendkit.Ack(ctx, e.client, e.scripts["ack"], keys, []any{p.Group, p.Consumer}, items)
 		total.Acked += res.Acked
@@ -32,12 +33,12 @@ func (e *Engine) Ack(ctx context.Context, p *pubsub.AckParams) (pubsub.AckResult
 
 // Nack runs nack.lua in calls of at most BatchSize items. Fenced on (consumer, attempt); where
 // each item goes back is the store's rule.
-func (e *Engine) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackResult, error) {
+func (e *Engine) Nack(ctx context.Context, p *backend.NackParams) (backend.NackResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
-		return pubsub.NackResult{}, err
+		return backend.NackResult{}, err
 	}
 	keys := e.Keys(p.Topic, p.Group).all
-	var total pubsub.NackResult
+	var total backend.NackResult
 	for items := range slices.Chunk(p.Items, e.store.BatchSize) {
 		res, err := backendkit.Nack(ctx, e.client, e.scripts["nack"], keys, []any{p.Group, p.Consumer, max(p.MaxDeliveries, 0)}, items)
 		total.Requeued += res.Requeued
@@ -52,12 +53,12 @@ func (e *Engine) Nack(ctx context.Context, p *pubsub.NackParams) (pubsub.NackRes
 
 // Extend runs extend.lua in calls of at most BatchSize items: the held items' deadlines move to
 // Redis now + p.Lease; the IDs the consumer no longer holds are returned.
-func (e *Engine) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string, error) {
+func (e *Engine) Extend(ctx context.Context, p *backend.ExtendParams) ([]string, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return nil, err
 	}
 	if p.Lease <= 0 {
-		return nil, &pubsub.ConfigError{Field: "ExtendParams.Lease", Reason: "must be positive"}
+		return nil, &backend.ConfigError{Field: "ExtendParams.Lease", Reason: "must be positive"}
 	}
 	keys := e.Keys(p.Topic, p.Group).all
 	var lost []string
@@ -77,9 +78,9 @@ func (e *Engine) Extend(ctx context.Context, p *pubsub.ExtendParams) ([]string, 
 // ephemeral groups of the topic whose members all expired, or deleted groups' trash, Reclaim
 // deletes those groups and takes a step of freeing the trash (a group with no live
 // subscriber's process is found this way by the others' reclaim loops).
-func (e *Engine) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.ReclaimResult, error) {
+func (e *Engine) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backend.ReclaimResult, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
-		return pubsub.ReclaimResult{}, err
+		return backend.ReclaimResult{}, err
 	}
 	orphanLease := p.OrphanLease
 	if orphanLease <= 0 {
@@ -92,9 +93,9 @@ func (e *Engine) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.R
 	n, err := backendkit.Ints(e.run(ctx, "reclaim", e.Keys(p.Topic, p.Group).all,
 		max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count, p.Group).Slice())
 	if err != nil {
-		return pubsub.ReclaimResult{}, err
+		return backend.ReclaimResult{}, err
 	}
-	res := pubsub.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1]), Orphans: int(n[2]), Promoted: int(n[3])}
+	res := backend.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1]), Orphans: int(n[2]), Promoted: int(n[3])}
 	setNextExpiry(&res, n[4], n[5] == 1)
 	if n[6] == 1 {
 		if err := e.sweepExpired(ctx, p.Topic); err != nil {
@@ -109,7 +110,7 @@ func (e *Engine) Reclaim(ctx context.Context, p *pubsub.ReclaimParams) (pubsub.R
 
 // setNextExpiry fills in what Reclaim learned of the group's next lease expiry: more expired
 // leases are waiting (more), or the earliest lease left expires in expiryMs (-1: none).
-func setNextExpiry(res *pubsub.ReclaimResult, expiryMs int64, more bool) {
+func setNextExpiry(res *backend.ReclaimResult, expiryMs int64, more bool) {
 	switch {
 	case more:
 		res.NextExpiry = time.Millisecond

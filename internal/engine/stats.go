@@ -3,8 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // statsWindow is the store's window for Stats' OldestReadyAge (list: entries looked at at
@@ -14,13 +14,13 @@ const statsWindow = 100
 // Stats reads the group's state in one read-only script, so the numbers are one snapshot and
 // the ages are measured on the Redis clock. Published is the topic's ID counter less its value
 // when the group registered: every message published since routes to the group.
-func (e *Engine) Stats(ctx context.Context, p *pubsub.StatsParams) (pubsub.Stats, error) {
+func (e *Engine) Stats(ctx context.Context, p *backend.StatsParams) (backend.Stats, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
-		return pubsub.Stats{}, err
+		return backend.Stats{}, err
 	}
 	res, err := e.run(ctx, "stats", e.Keys(p.Topic, p.Group).all, p.Group, statsWindow).Slice()
 	if err != nil {
-		return pubsub.Stats{}, err
+		return backend.Stats{}, err
 	}
 	s := backendkit.DecodeStats(p.Topic, p.Group, res)
 	s.Counters.Published = backendkit.Int(res[7])

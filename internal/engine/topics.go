@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 	"github.com/relq/relq/internal/replicas"
-	"github.com/relq/relq/pubsub"
 )
 
 // Topics returns the sorted names of the topics under the prefix that have a registered group
@@ -41,7 +41,7 @@ func (e *Engine) HasTopic(ctx context.Context, topic string) (bool, error) {
 // then topic.lua on each. It reads the whole keyspace, so it is meant for tools, not for a hot
 // path. Each backend keeps its registry, and marks its backlog in meta, under its own name,
 // so a prefix shared by list and zset topics lists each backend's own.
-func (e *Engine) ListTopics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+func (e *Engine) ListTopics(ctx context.Context) ([]backend.TopicInfo, error) {
 	if err := e.Check(ctx); err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (e *Engine) ListTopics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]pubsub.TopicInfo, 0, len(names))
+	out := make([]backend.TopicInfo, 0, len(names))
 	for _, name := range names {
 		t, _, err := e.describe(ctx, name)
 		if err != nil {
@@ -65,15 +65,15 @@ func (e *Engine) ListTopics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 	return out, nil
 }
 
-// Topic describes a topic: its groups and its backlog. pubsub.ErrTopicNotFound when it has
+// Topic describes a topic: its groups and its backlog. backend.ErrTopicNotFound when it has
 // neither.
-func (e *Engine) Topic(ctx context.Context, topic string) (pubsub.TopicInfo, error) {
+func (e *Engine) Topic(ctx context.Context, topic string) (backend.TopicInfo, error) {
 	if err := e.Check(ctx, "topic", topic); err != nil {
-		return pubsub.TopicInfo{}, err
+		return backend.TopicInfo{}, err
 	}
 	t, _, err := e.describe(ctx, topic)
 	if err == nil && len(t.Groups) == 0 && t.Backlog == 0 {
-		err = fmt.Errorf("%s: topic %q: %w", e.store.Name, topic, pubsub.ErrTopicNotFound)
+		err = fmt.Errorf("%s: topic %q: %w", e.store.Name, topic, backend.ErrTopicNotFound)
 	}
 	return t, err
 }
@@ -81,7 +81,7 @@ func (e *Engine) Topic(ctx context.Context, topic string) (pubsub.TopicInfo, err
 // ListGroups lists the groups registered on a topic, sorted by name, with their flags and an
 // ephemeral group's deadline; none for a topic without a group (only a backlog, or no key at
 // all), as Backend.Groups.
-func (e *Engine) ListGroups(ctx context.Context, topic string) ([]pubsub.GroupInfo, error) {
+func (e *Engine) ListGroups(ctx context.Context, topic string) ([]backend.GroupInfo, error) {
 	if err := e.Check(ctx, "topic", topic); err != nil {
 		return nil, err
 	}
@@ -90,17 +90,17 @@ func (e *Engine) ListGroups(ctx context.Context, topic string) ([]pubsub.GroupIn
 }
 
 // describe reads topic.lua's view of a topic, groups sorted by name.
-func (e *Engine) describe(ctx context.Context, topic string) (pubsub.TopicInfo, []pubsub.GroupInfo, error) {
+func (e *Engine) describe(ctx context.Context, topic string) (backend.TopicInfo, []backend.GroupInfo, error) {
 	res, err := e.run(ctx, "topic", append(e.topicKeys(topic).list(), e.backlog(topic)...)).Slice()
 	if err != nil {
-		return pubsub.TopicInfo{}, nil, err
+		return backend.TopicInfo{}, nil, err
 	}
-	t := pubsub.TopicInfo{Name: topic, Backlog: backendkit.Int(res[0]), BacklogDropped: backendkit.Int(res[1]), Groups: []string{}}
-	groups := []pubsub.GroupInfo{}
+	t := backend.TopicInfo{Name: topic, Backlog: backendkit.Int(res[0]), BacklogDropped: backendkit.Int(res[1]), Groups: []string{}}
+	groups := []backend.GroupInfo{}
 	for i := 2; i+2 < len(res); i += 3 {
 		name, _ := res[i].(string)
 		value, _ := res[i+1].(string)
-		g := pubsub.GroupInfo{Topic: topic, Name: name}
+		g := backend.GroupInfo{Topic: topic, Name: name}
 		_, flags, _ := strings.Cut(value, ":")
 		g.Paused = strings.Contains(flags, "p")
 		g.Ephemeral = strings.Contains(flags, "e")
@@ -109,7 +109,7 @@ func (e *Engine) describe(ctx context.Context, topic string) (pubsub.TopicInfo, 
 		}
 		groups = append(groups, g)
 	}
-	slices.SortFunc(groups, func(a, b pubsub.GroupInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(groups, func(a, b backend.GroupInfo) int { return strings.Compare(a.Name, b.Name) })
 	for _, g := range groups {
 		t.Groups = append(t.Groups, g.Name)
 	}
@@ -118,7 +118,7 @@ func (e *Engine) describe(ctx context.Context, topic string) (pubsub.TopicInfo, 
 
 // WaitReplicas waits until n replicas have every write made to topic so far (Redis WAIT).
 func (e *Engine) WaitReplicas(ctx context.Context, topic string, n int, timeout time.Duration) (int, error) {
-	if err := pubsub.ValidateName("topic", topic); err != nil {
+	if err := backend.ValidateName("topic", topic); err != nil {
 		return 0, err
 	}
 	meta := e.topicKeys(topic).meta
@@ -136,7 +136,7 @@ func (e *Engine) DeleteBody(ctx context.Context, topic, id string) error {
 	return e.client.HDel(ctx, e.topicKeys(topic).bodies, id).Err()
 }
 
-// Eviction reads Redis's maxmemory-policy and evicted keys (pubsub.EvictionReader).
-func (e *Engine) Eviction(ctx context.Context) (pubsub.Eviction, error) {
+// Eviction reads Redis's maxmemory-policy and evicted keys (backend.EvictionReader).
+func (e *Engine) Eviction(ctx context.Context) (backend.Eviction, error) {
 	return backendkit.ReadEviction(ctx, e.client)
 }

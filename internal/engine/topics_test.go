@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,7 +24,7 @@ func TestTopicsAndGroupsAreListed(t *testing.T) {
 
 			topics, err := e.ListTopics(ctx)
 			require.NoError(t, err)
-			require.Equal(t, []pubsub.TopicInfo{
+			require.Equal(t, []backend.TopicInfo{
 				{Name: "audit:eu", Groups: []string{}, Backlog: 2},
 				{Name: "orders", Groups: []string{"audit", "billing"}},
 			}, topics)
@@ -40,7 +40,7 @@ func TestTopicsAndGroupsAreListed(t *testing.T) {
 			groups, err := e.ListGroups(ctx, "orders")
 			require.NoError(t, err)
 			require.Len(t, groups, 2)
-			require.Equal(t, pubsub.GroupInfo{Topic: "orders", Name: "billing", Paused: true}, groups[1])
+			require.Equal(t, backend.GroupInfo{Topic: "orders", Name: "billing", Paused: true}, groups[1])
 			audit := groups[0]
 			require.Equal(t, "audit", audit.Name)
 			require.True(t, audit.Ephemeral)
@@ -54,9 +54,9 @@ func TestTopicsAndGroupsAreListed(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, groups, "a topic with no key")
 			_, err = e.Topic(ctx, "nope")
-			require.ErrorIs(t, err, pubsub.ErrTopicNotFound)
+			require.ErrorIs(t, err, backend.ErrTopicNotFound)
 			_, err = e.Topic(ctx, "bad*name")
-			require.ErrorIs(t, err, pubsub.ErrInvalidName)
+			require.ErrorIs(t, err, backend.ErrInvalidName)
 		})
 	}
 }

@@ -1,7 +1,7 @@
 // Package keys builds hash-tagged Redis key names shared by the adapters.
 //
 // Every key of one topic starts with the same hash tag, {<prefix>:<topic>}, so every script
-// touches one Cluster slot. Names are validated by pubsub.ValidateName before they get here,
+// touches one Cluster slot. Names are validated by backend.ValidateName before they get here,
 // so they hold no braces and cannot break the tag.
 package keys
 

@@ -1,4 +1,4 @@
-// Package replicas implements Redis WAIT for the backends' pubsub.ReplicaWaiter.
+// Package replicas implements Redis WAIT for the backends' backend.ReplicaWaiter.
 package replicas
 
 import (

@@ -34,6 +34,7 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
+	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -43,7 +44,7 @@ func main() {
 		backendName = flag.String("backend", "", "list, zset or streams")
 		prefix      = flag.String("prefix", "", "key prefix")
 		topic       = flag.String("topic", "", "topic to consume")
-		group       = flag.String("group", pubsub.DefaultGroup, "consumer group")
+		group       = flag.String("group", backend.DefaultGroup, "consumer group")
 		lease       = flag.Duration("lease", 2*time.Second, "lease of a claimed message")
 		concurrency = flag.Int("concurrency", 4, "messages in flight")
 		workMax     = flag.Duration("work", 5*time.Millisecond, "handler work is random in [0, work)")
@@ -141,7 +142,7 @@ func writeLine(w io.Writer, event, id string, attempt int, uuid string) error {
 	return err
 }
 
-func newBackend(name string, c redis.UniversalClient, prefix string) (pubsub.Backend, error) {
+func newBackend(name string, c redis.UniversalClient, prefix string) (backend.Backend, error) {
 	switch name {
 	case "list":
 		return list.New(c, list.Options{Prefix: prefix})

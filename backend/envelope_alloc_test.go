@@ -1,4 +1,4 @@
-package pubsub_test
+package backend_test
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,10 +17,10 @@ func decodeAllocBound(n int) uint64 { return 64*uint64(n) + 64<<10 }
 
 // decodeAlloc decodes data and returns how many bytes the decode allocated. TotalAlloc counts
 // the whole process, so the tests that use it do not run in parallel with others.
-func decodeAlloc(data []byte) (pubsub.Envelope, error, uint64) {
+func decodeAlloc(data []byte) (backend.Envelope, error, uint64) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	e, err := pubsub.DecodeEnvelope(data)
+	e, err := backend.DecodeEnvelope(data)
 	runtime.ReadMemStats(&after)
 	return e, err, after.TotalAlloc - before.TotalAlloc
 }
@@ -45,7 +45,7 @@ func TestDecodeBoundsAllocationByInput(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err, alloc := decodeAlloc(data)
-			require.True(t, errors.Is(err, pubsub.ErrCorruptEntry), "got %v", err)
+			require.True(t, errors.Is(err, backend.ErrCorruptEntry), "got %v", err)
 			require.LessOrEqual(t, alloc, uint64(64<<10), "allocated %d bytes decoding %d bytes that fail at the first entry", alloc, len(data))
 		})
 	}
@@ -58,7 +58,7 @@ func TestDecodeAllocationOfManyEntries(t *testing.T) {
 	for i := range 1 << 16 {
 		meta[string([]byte{byte(i >> 8), byte(i)})] = ""
 	}
-	data := pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "u", Metadata: meta})
+	data := backend.EncodeEnvelope(backend.Envelope{UUID: "u", Metadata: meta})
 	e, err, alloc := decodeAlloc(data)
 	require.NoError(t, err)
 	require.Len(t, e.Metadata, 1<<16)

@@ -1,16 +1,16 @@
-package pubsub_test
+package backend_test
 
 import (
 	"bytes"
 	"errors"
 	"testing"
 
-	"github.com/relq/relq/pubsub"
+	"github.com/relq/relq/backend"
 	"github.com/stretchr/testify/require"
 )
 
 func TestEnvelopeRoundTrip(t *testing.T) {
-	cases := []pubsub.Envelope{
+	cases := []backend.Envelope{
 		{},
 		{UUID: "a", Payload: []byte{}},
 		{UUID: "9f1c", Metadata: map[string]string{"k": "v", "": "empty key", "bin": "\x00\xff"}, Payload: []byte{0, 1, 2, 0xff}},
@@ -21,7 +21,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a1g", Payload: []byte("not hex")},
 	}
 	for _, in := range cases {
-		got, err := pubsub.DecodeEnvelope(pubsub.EncodeEnvelope(in))
+		got, err := backend.DecodeEnvelope(backend.EncodeEnvelope(in))
 		require.NoError(t, err)
 		require.Equal(t, in.UUID, got.UUID)
 		require.Equal(t, len(in.Metadata), len(got.Metadata))
@@ -35,20 +35,20 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 // A canonical UUID, the kind watermill.NewUUID makes, costs 16 bytes instead of 37.
 func TestEnvelopeStoresACanonicalUUIDAsSixteenBytes(t *testing.T) {
 	payload := []byte("p")
-	canonical := pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10", Payload: payload})
-	upper := pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "0B9E3F4C-51A6-4C1E-9A57-3D2F8E6B7A10", Payload: payload})
+	canonical := backend.EncodeEnvelope(backend.Envelope{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10", Payload: payload})
+	upper := backend.EncodeEnvelope(backend.Envelope{UUID: "0B9E3F4C-51A6-4C1E-9A57-3D2F8E6B7A10", Payload: payload})
 	require.Equal(t, byte(2), canonical[0])
 	require.Equal(t, byte(1), upper[0])
 	require.Equal(t, len(upper)-21, len(canonical))
 }
 
 func TestEnvelopeEncodingIsDeterministic(t *testing.T) {
-	e := pubsub.Envelope{UUID: "u", Metadata: map[string]string{"b": "2", "a": "1", "c": "3"}, Payload: []byte("p")}
-	require.Equal(t, pubsub.EncodeEnvelope(e), pubsub.EncodeEnvelope(e))
+	e := backend.Envelope{UUID: "u", Metadata: map[string]string{"b": "2", "a": "1", "c": "3"}, Payload: []byte("p")}
+	require.Equal(t, backend.EncodeEnvelope(e), backend.EncodeEnvelope(e))
 }
 
 func TestDecodeRejectsCorruptInput(t *testing.T) {
-	good := pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "u", Metadata: map[string]string{"k": "v"}, Payload: []byte("payload")})
+	good := backend.EncodeEnvelope(backend.Envelope{UUID: "u", Metadata: map[string]string{"k": "v"}, Payload: []byte("payload")})
 	cases := map[string][]byte{
 		"empty":           nil,
 		"unknown version": append([]byte{9}, good[1:]...),
@@ -60,17 +60,17 @@ func TestDecodeRejectsCorruptInput(t *testing.T) {
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := pubsub.DecodeEnvelope(in)
+			_, err := backend.DecodeEnvelope(in)
 			require.Error(t, err)
-			require.True(t, errors.Is(err, pubsub.ErrCorruptEntry), "got %v", err)
+			require.True(t, errors.Is(err, backend.ErrCorruptEntry), "got %v", err)
 		})
 	}
 }
 
 func FuzzDecodeEnvelope(f *testing.F) {
-	f.Add(pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "u", Metadata: map[string]string{"k": "v"}, Payload: []byte("p")}))
+	f.Add(backend.EncodeEnvelope(backend.Envelope{UUID: "u", Metadata: map[string]string{"k": "v"}, Payload: []byte("p")}))
 	f.Add([]byte{1, 0, 0, 0})
-	f.Add(pubsub.EncodeEnvelope(pubsub.Envelope{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10", Payload: []byte("p")}))
+	f.Add(backend.EncodeEnvelope(backend.Envelope{UUID: "0b9e3f4c-51a6-4c1e-9a57-3d2f8e6b7a10", Payload: []byte("p")}))
 	f.Add([]byte{})
 	f.Add(corruptCountBody(1 << 20))
 	f.Add(corruptCountBody(1 << 18))
@@ -80,13 +80,13 @@ func FuzzDecodeEnvelope(f *testing.F) {
 			t.Fatalf("decoding %d bytes allocated %d (bound %d)", len(data), alloc, decodeAllocBound(len(data)))
 		}
 		if err != nil {
-			if !errors.Is(err, pubsub.ErrCorruptEntry) {
+			if !errors.Is(err, backend.ErrCorruptEntry) {
 				t.Fatalf("error does not wrap ErrCorruptEntry: %v", err)
 			}
 			return
 		}
 		// Whatever decodes must survive a round trip unchanged.
-		again, err := pubsub.DecodeEnvelope(pubsub.EncodeEnvelope(e))
+		again, err := backend.DecodeEnvelope(backend.EncodeEnvelope(e))
 		if err != nil {
 			t.Fatalf("re-decode failed: %v", err)
 		}
