@@ -10,4 +10,6 @@ type TopicLister interface {
 	// one registered group, sorted. It scans keys (SCAN, on every primary of a Cluster), so it
 	// is meant for tools, not for a hot path.
 	Topics(ctx context.Context) ([]string, error)
+	// HasTopic reports whether Topics would list topic, in one round trip and without a SCAN.
+	HasTopic(ctx context.Context, topic string) (bool, error)
 }

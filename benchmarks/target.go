@@ -19,6 +19,7 @@ import (
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/internal/seal"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -115,9 +116,7 @@ func (t Target) openTuned(client *redis.Client, scope string, tune func(*redis.O
 		_ = in.app.Close()
 		return nil, err
 	}
-	if w, ok := be.(interface{ AddWaitHook(redis.Hook) }); ok {
-		w.AddWaitHook(in.sent) // blocking claims run on connections of their own
-	}
+	seal.Open(be).AddWaitHook(in.sent) // blocking claims run on connections of their own
 	in.backend = be
 	return in, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -38,7 +39,7 @@ func TestClusterConformance(t *testing.T) {
 			if err != nil {
 				return nil, nil, err
 			}
-			return b, b.Faults(), nil
+			return b, seal.Open(b), nil
 		}})
 	for _, bc := range cases {
 		t.Run(bc.name, func(t *testing.T) {

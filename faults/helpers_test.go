@@ -22,6 +22,7 @@ import (
 	"github.com/relq/relq/adapters/zset"
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/conformance"
+	"github.com/relq/relq/internal/seal"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -70,21 +71,21 @@ var faultBackends = []backendCase{
 		if err != nil {
 			return nil, nil, err
 		}
-		return b, b.Faults(), nil
+		return b, seal.Open(b), nil
 	}},
 	{"zset", func(c redis.UniversalClient, prefix string, opts conformance.Options) (backend.Backend, corruptInjector, error) {
 		b, err := zset.New(c, zset.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return nil, nil, err
 		}
-		return b, b.Faults(), nil
+		return b, seal.Open(b), nil
 	}},
 	{"streams", func(c redis.UniversalClient, prefix string, opts conformance.Options) (backend.Backend, corruptInjector, error) {
 		b, err := streams.New(c, streams.Options{Prefix: prefix, BacklogLimit: opts.BacklogLimit, BacklogTTL: opts.BacklogTTL, TombstoneTTL: opts.TombstoneTTL, BacklogFull: opts.BacklogFull})
 		if err != nil {
 			return nil, nil, err
 		}
-		return b, b.Faults(), nil
+		return b, seal.Open(b), nil
 	}},
 }
 

@@ -13,10 +13,13 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// Backend is the list backend of backend.Backend. It is safe for concurrent use. Everything
-// but the claim is internal/engine's, over this backend's ready store (lua/store.lua).
+// Backend is the list backend: it implements backend.Backend, backend.Admin,
+// backend.Ephemeral, backend.TopicLister, backend.ReplicaWaiter and backend.EvictionReader,
+// and Close. It is safe for concurrent use. Everything but the claim is the group engine
+// that list and zset share, over this backend's ready store (lua/store.lua).
 type Backend struct {
-	*engine.Engine
+	shared // the contract's methods but Name, Capabilities and Claim
+	e      *engine.Engine
 	// maxBlock bounds one BLMOVE below the client's read timeout, so a blocking claim never
 	// trips it (go-redis extends the read deadline only for its own typed blocking commands,
 	// which take whole seconds). Zero: no bound.
@@ -47,7 +50,7 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	e.AddScript("register")
-	return &Backend{Engine: e, maxBlock: blockBound(client)}, nil
+	return &Backend{shared: e, e: e, maxBlock: blockBound(client)}, nil
 }
 
 // blockBound returns three quarters of the client's read timeout (normalised by go-redis:
@@ -77,4 +80,8 @@ func (b *Backend) Capabilities() backend.Capabilities {
 }
 
 // keys returns the group's keys.
-func (b *Backend) keys(topic, group string) engine.GroupKeys { return b.Keys(topic, group) }
+func (b *Backend) keys(topic, group string) engine.GroupKeys { return b.e.Keys(topic, group) }
+
+// shared is the engine's part of the contract, embedded under a name of this package so that
+// it adds the contract's methods and nothing else to Backend.
+type shared = engine.Shared

@@ -41,7 +41,7 @@ const fullPoll = 100 * time.Millisecond
 // consumer runs claim.lua once per probe, not once per Block. A full Redis refuses BLMOVE:
 // then Claim runs claim.lua every fullPoll until Block ends.
 func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
-	return b.Engine.Claim(ctx, p, b.maxBlock, b.wait)
+	return b.e.Claim(ctx, p, b.maxBlock, b.wait)
 }
 
 // wait blocks in BLMOVE for at most wait, or until the earliest delayed message is due, and
@@ -95,7 +95,7 @@ func (b *Backend) register(ctx context.Context, p *backend.ClaimParams, count in
 func (b *Backend) registerOnce(ctx context.Context, p *backend.ClaimParams, count int, entry string) (engine.Claimed, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), registerTimeout)
 	defer cancel()
-	return b.RunClaim(ctx, "register", p, p.Consumer, count, backendkit.Millis(p.Lease), entry, p.Group)
+	return b.e.RunClaim(ctx, "register", p, p.Consumer, count, backendkit.Millis(p.Lease), entry, p.Group)
 }
 
 // blmove runs BLMOVE ready processing RIGHT LEFT with a millisecond timeout, on a connection
@@ -110,7 +110,7 @@ func (b *Backend) blmove(ctx context.Context, p *backend.ClaimParams, wait time.
 	k := b.keys(p.Topic, p.Group)
 	secs := strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)
 	var entry string
-	err := b.WaitUnblocked(ctx, k.Store("ready"), func(ctx context.Context, c redis.UniversalClient) error {
+	err := b.e.WaitUnblocked(ctx, k.Store("ready"), func(ctx context.Context, c redis.UniversalClient) error {
 		cmd := redis.NewStringCmd(ctx, "blmove", k.Store("ready"), k.Store("processing"), "RIGHT", "LEFT", secs)
 		_ = c.Process(ctx, cmd)
 		entry = cmd.Val()

@@ -8,6 +8,7 @@ import (
 	"github.com/relq/relq/adapters/list"
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/seal"
 )
 
 // build makes the list backend and its Faults for the shared test runs, with the backlog
@@ -17,7 +18,7 @@ func build(client redis.UniversalClient, prefix string, opts conformance.Options
 	if err != nil {
 		return conformance.Harness{}, err
 	}
-	return conformance.Harness{Backend: b, Faults: b.Faults()}, nil
+	return conformance.Harness{Backend: b, Faults: seal.Open(b)}, nil
 }
 
 // TestConformance runs the shared delivery-contract suite on the list backend: each test gets

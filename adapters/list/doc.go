@@ -5,7 +5,7 @@
 // # Key layout
 //
 // Every key of a topic starts with the hash tag {prefix:topic} (T below), so every script
-// touches one Cluster slot. The keys are internal/engine's, shared with the zset backend,
+// touches one Cluster slot. The keys are the group engine's, shared with the zset backend,
 // except the three of the ready store (lua/store.lua):
 //
 //	T:meta                     HASH    seq (delivery ID counter), ver (registry version),
@@ -39,7 +39,7 @@
 //
 // # How the contract is kept
 //
-// Every state change is one Lua script (internal/engine's, or lua/register.lua) or one native
+// Every state change is one Lua script (the group engine's, or lua/register.lua) or one native
 // command (BLMOVE for a blocking claim), with time from Redis TIME.
 //
 // Publish fans out with declared keys only: it passes publish.lua the registry version it has

@@ -197,7 +197,7 @@ func (e *env) claimAll(topic, group, consumer string, n int) []backend.Delivery 
 	for len(all) < n {
 		ds := e.Claim(topic, group, consumer, n-len(all))
 		require.NotEmpty(e.T, ds, "claimed %d of %d", len(all), n)
-		require.LessOrEqual(e.T, len(ds), e.b.BatchSize())
+		require.LessOrEqual(e.T, len(ds), e.b.e.BatchSize())
 		all = append(all, ds...)
 	}
 	return all

@@ -1,13 +1,13 @@
 package list
 
-import "github.com/relq/relq/internal/engine"
+import "github.com/relq/relq/backend"
 
 // Defaults of Options.
 const (
 	// PrefixDefault starts every key of the backend.
-	PrefixDefault = engine.PrefixDefault
+	PrefixDefault = backend.PrefixDefault
 	// BatchSizeDefault bounds the ids one script call handles.
-	BatchSizeDefault = engine.BatchSizeDefault
+	BatchSizeDefault = backend.BatchSizeDefault
 )
 
 // Options configure a list Backend: Prefix (every key starts with the hash tag
@@ -15,4 +15,4 @@ const (
 // BatchSizeDefault), and BacklogLimit and BacklogTTL (the bounds of a topic's backlog, kept
 // while it has no group: backend.BacklogLimitDefault, backend.BacklogTTLDefault). The zset
 // backend takes the same options.
-type Options = engine.Options
+type Options = backend.Options

@@ -7,6 +7,7 @@ import (
 
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +17,7 @@ func TestOrphanInProcessingGetsALeaseAndIsReclaimedWhenItExpires(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	x := e.Publish("t", "x")
-	f := e.b.Faults()
+	f := seal.Open(e.b)
 
 	id, err := f.InjectOrphan(e.Ctx, "t", "g")
 	require.NoError(t, err)
@@ -65,7 +66,7 @@ func TestExpiredOrphanLeaseIsNotAnAttempt(t *testing.T) {
 	k := e.gk("t", "g")
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "x")
-	id, err := e.b.Faults().InjectOrphan(e.Ctx, "t", "g")
+	id, err := seal.Open(e.b).InjectOrphan(e.Ctx, "t", "g")
 	require.NoError(t, err)
 	require.Equal(t, 1, e.Reclaim("t", "g", 0).Orphans)
 

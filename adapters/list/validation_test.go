@@ -7,13 +7,14 @@ import (
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
 func TestNamesThatWouldBreakTheHashTagAreRejected(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	adaptertest.RejectsInvalidNames(t, e.b, e.b.Faults())
+	adaptertest.RejectsInvalidNames(t, e.b, seal.Open(e.b))
 	require.Empty(t, e.Keys("t"))
 
 	_, err := New(e.C, Options{Prefix: "relq}"})
@@ -28,7 +29,7 @@ func TestOptions(t *testing.T) {
 	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
 		BacklogLimit: backend.BacklogLimitDefault, BacklogTTL: backend.BacklogTTLDefault,
 		TombstoneTTL: backend.TombstoneTTLDefault, BacklogFull: backend.BacklogDropOldest}, Options{}.WithDefaults())
-	require.Equal(t, BatchSizeDefault, b.BatchSize())
+	require.Equal(t, BatchSizeDefault, b.e.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:meta", b.keys("t", "g").Meta(), "keys start with the default prefix")
 	require.Equal(t, "list", b.Name())
 	require.Equal(t, backend.Capabilities{FIFO: true, PendingOrphans: true}, b.Capabilities())

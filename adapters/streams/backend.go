@@ -46,10 +46,6 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		lanes: backendkit.NewLanes()}, nil
 }
 
-// AddWaitHook adds a go-redis hook to the connections of blocking claims, which are not the
-// client's: hooks added to that client (tracing, metrics) do not run on them.
-func (b *Backend) AddWaitHook(hook redis.Hook) { b.waits.AddHook(hook) }
-
 // Close closes the connections the backend opened for its blocking claims, ending the claims
 // blocked on them; those and every later Claim that would block fail with an error wrapping
 // backend.ErrClosed. Everything else keeps working on the client the backend was given, which

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
@@ -161,7 +162,7 @@ func TestCorruptEntryIsClaimedWithAnError(t *testing.T) {
 	t.Parallel()
 	eachFormat(t, func(t *testing.T, e *env) {
 		topic := "t-" + e.Prefix
-		require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", []byte("\x07garbage")))
+		require.NoError(t, seal.Open(e.b).InjectCorrupt(e.Ctx, topic, "g", []byte("\x07garbage")))
 		_, err := e.C.XAdd(e.Ctx, &redis.XAddArgs{Stream: e.tk(topic).stream, Values: []string{"foreign", "data"}}).Result()
 		require.NoError(t, err)
 		e.Publish(topic, "good")
@@ -179,7 +180,7 @@ func TestCorruptEntryIsClaimedWithAnError(t *testing.T) {
 func TestInjectOrphanIsNotImplemented(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.b.Faults().InjectOrphan(e.Ctx, "t", "g")
+	_, err := seal.Open(e.b).InjectOrphan(e.Ctx, "t", "g")
 	require.ErrorIs(t, err, backend.ErrNotImplemented)
 }
 

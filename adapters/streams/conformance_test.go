@@ -9,6 +9,7 @@ import (
 	"github.com/relq/relq/conformance"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/keys"
+	"github.com/relq/relq/internal/seal"
 )
 
 // buildFormat makes the streams backend in format, and its Faults, for the shared test runs,
@@ -21,7 +22,7 @@ func buildFormat(format streams.Format) adaptertest.Build {
 		if err != nil {
 			return conformance.Harness{}, err
 		}
-		h := conformance.Harness{Backend: b, Faults: b.Faults()}
+		h := conformance.Harness{Backend: b, Faults: seal.Open(b)}
 		if format == streams.FormatWatermill {
 			h.Keys = adaptertest.TopicKeys(client,
 				func(topic string) string { return keys.Join("{"+topic+"}", prefix) },

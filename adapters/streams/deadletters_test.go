@@ -6,6 +6,7 @@ import (
 
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
@@ -163,7 +164,7 @@ func TestDeadLetterOfACorruptEntryKeepsItsBytes(t *testing.T) {
 	eachFormat(t, func(t *testing.T, e *env) {
 		topic := "t-" + e.Prefix
 		raw := []byte("\x07not a message\x00\xff")
-		require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, topic, "g", raw))
+		require.NoError(t, seal.Open(e.b).InjectCorrupt(e.Ctx, topic, "g", raw))
 		ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: topic, Group: "g", Consumer: "c", Count: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.ErrorIs(t, ds[0].Err, backend.ErrCorruptEntry)

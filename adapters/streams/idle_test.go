@@ -80,7 +80,7 @@ func (e *env) counted(server *redistest.Server) (*Backend, *commands) {
 	b, err := New(c, Options{Prefix: e.Prefix})
 	require.NoError(e.T, err)
 	// The XREADs run on connections of their own.
-	b.AddWaitHook(cmds)
+	b.waits.AddHook(cmds)
 	require.NoError(e.T, b.check(e.Ctx)) // the version check
 	require.NoError(e.T, claimScript.Load(e.Ctx, c).Err())
 	cmds.reset()

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
@@ -273,10 +274,10 @@ func TestMessageShowsAMissingBodyAndACorruptEntry(t *testing.T) {
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
 	ids := e.Publish("t", "a")
-	require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, "t", "g", []byte("junk")))
+	require.NoError(t, seal.Open(e.b).InjectCorrupt(e.Ctx, "t", "g", []byte("junk")))
 	ds, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c", Count: 2, Lease: time.Minute})
 	require.NoError(t, err)
-	require.NoError(t, e.b.Faults().DeleteBody(e.Ctx, "t", ids[0]))
+	require.NoError(t, seal.Open(e.b).DeleteBody(e.Ctx, "t", ids[0]))
 
 	m, err := e.b.Message(e.Ctx, &backend.MessageParams{Topic: "t", Group: "g", ID: ids[0]})
 	require.NoError(t, err)

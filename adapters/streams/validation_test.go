@@ -7,13 +7,14 @@ import (
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
 func TestNamesThatWouldBreakTheHashTagAreRejected(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	adaptertest.RejectsInvalidNames(t, e.b, e.b.Faults())
+	adaptertest.RejectsInvalidNames(t, e.b, seal.Open(e.b))
 	_, err := e.b.CleanupConsumers(e.Ctx, "t", "g:x", time.Second)
 	adaptertest.RequireNameError(t, err, "group")
 	require.Empty(t, e.Keys("t"))

@@ -25,10 +25,13 @@ const wakeTTL = 10 * time.Second
 // that its timeout plus this still ends before the client's read deadline.
 const blockOvershoot = 150 * time.Millisecond
 
-// Backend is the zset backend of backend.Backend. It is safe for concurrent use. Everything
-// but the claim is internal/engine's, over this backend's ready store (lua/store.lua).
+// Backend is the zset backend: it implements backend.Backend, backend.Admin,
+// backend.Ephemeral, backend.TopicLister, backend.ReplicaWaiter and backend.EvictionReader,
+// and Close. It is safe for concurrent use. Everything but the claim is the group engine
+// that list and zset share, over this backend's ready store (lua/store.lua).
 type Backend struct {
-	*engine.Engine
+	shared // the contract's methods but Name, Capabilities and Claim
+	e      *engine.Engine
 	// maxBlock bounds one BLPOP so that it ends before the client's read timeout, even when
 	// Redis ends it late (go-redis extends the read deadline only for its own typed blocking
 	// commands, which take whole seconds). Zero: no bound.
@@ -63,7 +66,7 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Engine: e, maxBlock: blockBound(client), wake: e.Script("wake")}, nil
+	return &Backend{shared: e, e: e, maxBlock: blockBound(client), wake: e.Script("wake")}, nil
 }
 
 // blockBound returns the longest BLPOP timeout that ends before the client's read timeout
@@ -90,3 +93,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 // ownWake is consumer's own wake-up list, which its blocking claim watches besides the group's
 // and pushes a token onto when the message it waits for is due. Consumer names hold no ':'.
 func ownWake(k engine.GroupKeys, consumer string) string { return keys.Join(k.Store("wake"), consumer) }
+
+// shared is the engine's part of the contract, embedded under a name of this package so that
+// it adds the contract's methods and nothing else to Backend.
+type shared = engine.Shared

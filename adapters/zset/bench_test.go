@@ -18,6 +18,7 @@ import (
 
 	"github.com/relq/relq/adapters/zset"
 	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -149,7 +150,7 @@ func BenchmarkIdleCommands(b *testing.B) {
 			client.AddHook(sent)
 			backend, err := zset.New(client, zset.Options{Prefix: redistest.Prefix(b)})
 			require.NoError(b, err)
-			backend.AddWaitHook(sent) // the BLPOPs run on connections of their own
+			seal.Open(backend).AddWaitHook(sent) // the BLPOPs run on connections of their own
 			const topic, window = "idle", 5 * time.Second
 			if scheduled {
 				pub, err := pubsub.NewPublisher(backend, pubsub.PublisherConfig{}, watermill.NopLogger{})

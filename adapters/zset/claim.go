@@ -28,8 +28,8 @@ const wakeTimeout = time.Second
 // The sleep never decides what is due: claim.lua does, on the Redis clock, and tells how many
 // ms away the earliest scheduled message is. The local clock only measures that span and Block.
 func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
-	k := b.Keys(p.Topic, p.Group)
-	return b.Engine.Claim(ctx, p, b.maxBlock, func(ctx context.Context, p *backend.ClaimParams, _ int, wait, dueIn time.Duration) ([]backend.Delivery, bool, error) {
+	k := b.e.Keys(p.Topic, p.Group)
+	return b.e.Claim(ctx, p, b.maxBlock, func(ctx context.Context, p *backend.ClaimParams, _ int, wait, dueIn time.Duration) ([]backend.Delivery, bool, error) {
 		woken, err := b.sleep(ctx, k, p.Consumer, wait, dueIn)
 		return nil, woken, err
 	})
@@ -57,7 +57,7 @@ func (b *Backend) sleep(ctx context.Context, k engine.GroupKeys, consumer string
 				defer close(fired)
 				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeTimeout)
 				defer cancel()
-				_ = b.RunScript(wctx, b.wake, []string{own}).Err() // the BLPOP timeout is the fallback
+				_ = b.e.RunScript(wctx, b.wake, []string{own}).Err() // the BLPOP timeout is the fallback
 			})
 			defer func() {
 				if !timer.Stop() {
@@ -66,7 +66,7 @@ func (b *Backend) sleep(ctx context.Context, k engine.GroupKeys, consumer string
 			}()
 		}
 	}
-	err := b.Wait(ctx, k.Store("wake"), func(ctx context.Context, c redis.UniversalClient) error {
+	err := b.e.Wait(ctx, k.Store("wake"), func(ctx context.Context, c redis.UniversalClient) error {
 		cmd := redis.NewStringSliceCmd(ctx, "blpop", k.Store("wake"), own, seconds(timeout))
 		_ = c.Process(ctx, cmd)
 		return cmd.Err()

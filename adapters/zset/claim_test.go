@@ -33,7 +33,7 @@ func engineScript(t *testing.T, b *Backend, verb string) *redis.Script {
 	t.Helper()
 	_, err := os.Stat("../../internal/engine/lua/" + verb + ".lua")
 	require.NoError(t, err)
-	return redis.NewScript(b.Source(os.DirFS("../../internal/engine"), verb))
+	return redis.NewScript(b.e.Source(os.DirFS("../../internal/engine"), verb))
 }
 
 func (c *commands) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -84,8 +84,8 @@ func (e *env) counted(opts Options) (*Backend, *commands) {
 	b, err := New(c, opts)
 	require.NoError(e.T, err)
 	// The BLPOPs run on connections of their own.
-	b.AddWaitHook(cmds)
-	require.NoError(e.T, b.Check(e.Ctx)) // the version check
+	b.e.AddWaitHook(cmds)
+	require.NoError(e.T, b.e.Check(e.Ctx)) // the version check
 	claim := engineScript(e.T, b, "claim")
 	cmds.names = map[string]string{claim.Hash(): "claim", b.wake.Hash(): "wake",
 		engineScript(e.T, b, "publish").Hash(): "publish"}

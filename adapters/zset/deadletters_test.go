@@ -7,6 +7,7 @@ import (
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/backendkit"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
@@ -138,7 +139,7 @@ func TestCorruptEntryIsReportedAndDeadLetteredWithItsBytes(t *testing.T) {
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
 	raw := []byte("\xffnot an envelope")
-	require.NoError(t, e.b.Faults().InjectCorrupt(e.Ctx, "t", "g", raw))
+	require.NoError(t, seal.Open(e.b).InjectCorrupt(e.Ctx, "t", "g", raw))
 	require.Equal(t, []string{"1"}, e.LRange(e.gk("t", "g").wake), "a blocked consumer is woken for it")
 	fine := e.Publish("t", "fine")
 

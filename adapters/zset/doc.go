@@ -6,7 +6,7 @@
 // # Key layout
 //
 // Every key of a topic starts with the hash tag {prefix:topic} (T below), so every script
-// touches one Cluster slot. The keys are internal/engine's, shared with the list backend,
+// touches one Cluster slot. The keys are the group engine's, shared with the list backend,
 // except the three of the ready store (lua/store.lua) and the consumers' own wake-up lists:
 //
 //	T:meta                      HASH    seq (delivery ID counter), ver (registry version),
@@ -98,7 +98,7 @@
 //     pushes a token onto the consumer's own wake list at the due time (wake.lua), which ends
 //     its BLPOP within a round trip; the BLPOP's timeout is only a fallback, a little later.
 //
-// An idle consumer thus sends one BLPOP per Block and one claim.lua per engine.IdleProbe (1s),
+// An idle consumer thus sends one BLPOP per Block and one claim.lua per idle probe (1s),
 // whatever is scheduled: between probes its Claims go straight to BLPOP, since the group's
 // sleep mark (Block + IdleProbe) makes every publish push a token. A delayed message is
 // claimed within milliseconds after it is due. The BLPOP timeout is sent in milliseconds
@@ -117,7 +117,7 @@
 //
 // # How the contract is kept
 //
-// Every state change is one Lua script (internal/engine's, or lua/wake.lua) or one native
+// Every state change is one Lua script (the group engine's, or lua/wake.lua) or one native
 // command (BLPOP for a wake-up token), with time from Redis TIME inside the script. Publish
 // fans out with declared keys only, as the list backend does: it passes publish.lua the
 // registry version it has cached (per topic), with those groups' keys; when it differs the
@@ -125,5 +125,5 @@
 // one script, so nothing is ever pending without a lease (Capabilities.PendingOrphans is
 // false). A new group sees only messages published after it registered
 // (Capabilities.NewGroupReplay is false). The Backend is a backend.ReplicaWaiter, for
-// PublisherConfig.WaitReplicas (internal/replicas, shared with the list backend).
+// PublisherConfig.WaitReplicas (the same code as the list backend's).
 package zset

@@ -43,7 +43,7 @@ type groupKeys struct {
 }
 
 func (e *env) gk(topic, group string) groupKeys {
-	k := e.b.Keys(topic, group)
+	k := e.b.e.Keys(topic, group)
 	tag := keys.Tag(e.Prefix, topic)
 	g := func(name string) string { return keys.Join(tag, "g", group, name) }
 	return groupKeys{

@@ -6,6 +6,7 @@ import (
 
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,7 +88,7 @@ func TestThereAreNoOrphans(t *testing.T) {
 	e := newEnv(t)
 	e.EnsureGroup("t", backend.DefaultGroup)
 	e.Publish("t", "x")
-	id, err := e.b.Faults().InjectOrphan(e.Ctx, "t", backend.DefaultGroup)
+	id, err := seal.Open(e.b).InjectOrphan(e.Ctx, "t", backend.DefaultGroup)
 	require.ErrorIs(t, err, backend.ErrNotImplemented)
 	require.Empty(t, id)
 	require.False(t, e.b.Capabilities().PendingOrphans)

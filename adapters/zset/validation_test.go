@@ -7,13 +7,14 @@ import (
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/redistest"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
 func TestNamesThatWouldBreakTheHashTagAreRejected(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	adaptertest.RejectsInvalidNames(t, e.b, e.b.Faults())
+	adaptertest.RejectsInvalidNames(t, e.b, seal.Open(e.b))
 	_, err := e.b.Claim(e.Ctx, &backend.ClaimParams{Topic: "t", Group: "g", Consumer: "c:1", Count: 1, Lease: time.Second})
 	adaptertest.RequireNameError(t, err, "consumer") // it names the consumer's own wake-up key
 	require.Empty(t, e.Keys("t"))
@@ -30,8 +31,8 @@ func TestOptionsAndCapabilities(t *testing.T) {
 	require.Equal(t, Options{Prefix: PrefixDefault, BatchSize: BatchSizeDefault,
 		BacklogLimit: backend.BacklogLimitDefault, BacklogTTL: backend.BacklogTTLDefault,
 		TombstoneTTL: backend.TombstoneTTLDefault, BacklogFull: backend.BacklogDropOldest}, Options{}.WithDefaults())
-	require.Equal(t, BatchSizeDefault, b.BatchSize())
-	require.Equal(t, "{"+PrefixDefault+":t}:g:g:ready", b.Keys("t", "g").Store("ready"), "keys start with the default prefix")
+	require.Equal(t, BatchSizeDefault, b.e.BatchSize())
+	require.Equal(t, "{"+PrefixDefault+":t}:g:g:ready", b.e.Keys("t", "g").Store("ready"), "keys start with the default prefix")
 	require.Equal(t, "zset", b.Name())
 	require.Equal(t, backend.Capabilities{FIFO: true, Priorities: true, NativeDelay: true, OnTimeDelay: true, DueOrder: true},
 		b.Capabilities())

@@ -6,7 +6,6 @@ import (
 
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/internal/engine"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,7 +52,7 @@ func TestTheFirstGroupTakesTheBacklog(t *testing.T) {
 // frees their bodies, so the first group gets the newest ones.
 func TestTheBacklogIsBounded(t *testing.T) {
 	t.Parallel()
-	for name, e := range backendsWith(t, engine.Options{BacklogLimit: 3}) {
+	for name, e := range backendsWith(t, backend.Options{BacklogLimit: 3}) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			publish(t, e, "t", "1", "2", "3", "4", "5")
@@ -73,7 +72,7 @@ func TestTheBacklogIsBounded(t *testing.T) {
 // so a late ack of an old delivery can never complete a new message.
 func TestTheBacklogExpires(t *testing.T) {
 	t.Parallel()
-	for name, e := range backendsWith(t, engine.Options{BacklogTTL: 50 * time.Millisecond}) {
+	for name, e := range backendsWith(t, backend.Options{BacklogTTL: 50 * time.Millisecond}) {
 		t.Run(name, func(t *testing.T) {
 			old := publish(t, e, "t", "a", "b")
 			require.NotEmpty(t, tagKeys(t, e, "t"))

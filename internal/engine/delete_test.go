@@ -10,7 +10,6 @@ import (
 
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
-	"github.com/relq/relq/internal/engine"
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,7 +73,7 @@ func TestADeletedGroupIsGoneForItsSubscribers(t *testing.T) {
 // every body, and once it acks them the bodies are gone and no trash is left.
 func TestDeleteGroupFreesOnlyItsOwnReferences(t *testing.T) {
 	t.Parallel()
-	for name, e := range backendsWith(t, engine.Options{BatchSize: 2}) {
+	for name, e := range backendsWith(t, backend.Options{BatchSize: 2}) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			ensure(t, e, "t", "a")
@@ -112,7 +111,7 @@ func TestDeleteGroupFreesOnlyItsOwnReferences(t *testing.T) {
 // topic's trash: the next publishes free them step by step, and DeleteGroup finishes them.
 func TestAnInterruptedDeleteIsFinished(t *testing.T) {
 	t.Parallel()
-	for name, e := range backendsWith(t, engine.Options{BatchSize: 2}) {
+	for name, e := range backendsWith(t, backend.Options{BatchSize: 2}) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			trash := e.TrashKey("t")
@@ -172,7 +171,7 @@ func TestDeletingTheLastGroupDeletesTheTopic(t *testing.T) {
 // ErrGroupDeleted and their acks create nothing; other topics are untouched.
 func TestDeleteTopicLeavesNoKey(t *testing.T) {
 	t.Parallel()
-	for name, e := range backendsWith(t, engine.Options{BatchSize: 2}) {
+	for name, e := range backendsWith(t, backend.Options{BatchSize: 2}) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			for _, g := range []string{"a", "b", "c"} {
@@ -211,7 +210,7 @@ func TestDeleteTopicLeavesNoKey(t *testing.T) {
 // stale no-ops, and the other group receives every message with its body.
 func TestDeleteGroupWhileConsumersRun(t *testing.T) {
 	t.Parallel()
-	for name, e := range backendsWith(t, engine.Options{BatchSize: 4}) {
+	for name, e := range backendsWith(t, backend.Options{BatchSize: 4}) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			ensure(t, e, "t", "doomed")

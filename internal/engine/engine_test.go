@@ -64,11 +64,11 @@ func TestAResendDoesNotHideANewGroup(t *testing.T) {
 				if name == "list" {
 					b, err := list.New(c, list.Options{Prefix: prefix + name})
 					require.NoError(t, err)
-					return b.Engine
+					return engineOf(b)
 				}
 				b, err := zset.New(c, zset.Options{Prefix: prefix + name})
 				require.NoError(t, err)
-				return b.Engine
+				return engineOf(b)
 			}
 			a, other := open(), open()
 			require.NoError(t, a.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "t", Group: "a"}))

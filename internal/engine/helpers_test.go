@@ -12,14 +12,15 @@ import (
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/internal/engine"
+	"github.com/relq/relq/internal/seal"
 	"github.com/stretchr/testify/require"
 )
 
 // backends are the two backends over the engine, each on a prefix of its own.
-func backends(t *testing.T) map[string]*engine.Engine { return backendsWith(t, engine.Options{}) }
+func backends(t *testing.T) map[string]*engine.Engine { return backendsWith(t, backend.Options{}) }
 
 // backendsWith are the two backends over the engine with opts, each on a prefix of its own.
-func backendsWith(t *testing.T, opts engine.Options) map[string]*engine.Engine {
+func backendsWith(t *testing.T, opts backend.Options) map[string]*engine.Engine {
 	c, prefix := adaptertest.Server(t)
 	opts.Prefix = prefix + "l"
 	l, err := list.New(c, opts)
@@ -27,7 +28,7 @@ func backendsWith(t *testing.T, opts engine.Options) map[string]*engine.Engine {
 	opts.Prefix = prefix + "z"
 	z, err := zset.New(c, opts)
 	require.NoError(t, err)
-	return map[string]*engine.Engine{"list": l.Engine, "zset": z.Engine}
+	return map[string]*engine.Engine{"list": engineOf(l), "zset": engineOf(z)}
 }
 
 // eachBackend runs test in a parallel subtest per backend over the engine, each on a prefix
@@ -44,12 +45,12 @@ func eachBackend(t *testing.T, test func(t *testing.T, r adaptertest.LaneRig)) {
 			)
 			if name == "list" {
 				var l *list.Backend
-				l, err = list.New(c, engine.Options{Prefix: prefix})
-				b, e = l, l.Engine
+				l, err = list.New(c, backend.Options{Prefix: prefix})
+				b, e = l, engineOf(l)
 			} else {
 				var z *zset.Backend
-				z, err = zset.New(c, engine.Options{Prefix: prefix})
-				b, e = z, z.Engine
+				z, err = zset.New(c, backend.Options{Prefix: prefix})
+				b, e = z, engineOf(z)
 			}
 			require.NoError(t, err)
 			test(t, adaptertest.LaneRig{
@@ -188,4 +189,9 @@ func waitClockPast(t *testing.T, e *engine.Engine, ids []string) {
 	}
 	require.Eventually(t, func() bool { return e.Client().Time(t.Context()).Val().UnixMilli()*1000 >= top },
 		5*time.Second, time.Millisecond)
+}
+
+// engineOf returns the engine under a list or zset backend.
+func engineOf(b any) *engine.Engine {
+	return seal.Open(b).(interface{ Engine() *engine.Engine }).Engine()
 }

@@ -33,11 +33,11 @@ func adminEnvOn(t *testing.T, name string, c *redis.Client, prefix string) admin
 	if name == "list" {
 		l, err := list.New(c, list.Options{Prefix: prefix})
 		require.NoError(t, err)
-		return adminEnv{adaptertest.NewEnv(t, c, prefix, l), l.Engine}
+		return adminEnv{adaptertest.NewEnv(t, c, prefix, l), engineOf(l)}
 	}
 	z, err := zset.New(c, zset.Options{Prefix: prefix})
 	require.NoError(t, err)
-	return adminEnv{adaptertest.NewEnv(t, c, prefix, z), z.Engine}
+	return adminEnv{adaptertest.NewEnv(t, c, prefix, z), engineOf(z)}
 }
 
 // each runs f on a fresh env of each backend.

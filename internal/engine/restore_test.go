@@ -125,7 +125,7 @@ func TestPublisherRestoresNoDeletedEphemeralOrStaleGroup(t *testing.T) {
 	})
 	t.Run("stale", func(t *testing.T) {
 		const ttl = 50 * time.Millisecond
-		for name, e := range backendsWith(t, engine.Options{TombstoneTTL: ttl}) {
+		for name, e := range backendsWith(t, backend.Options{TombstoneTTL: ttl}) {
 			t.Run(name, func(t *testing.T) {
 				ctx := t.Context()
 				known(t, e, "t", "g1")
