@@ -84,8 +84,9 @@ type Backend interface {
 	// p.Limit, or all of them. It returns how many it deleted.
 	PurgeDeadLetters(ctx context.Context, p *PurgeParams) (int, error)
 
-	// Groups lists the groups registered on a topic.
-	Groups(ctx context.Context, topic string) ([]string, error)
+	// GroupNames lists the groups registered on a topic, sorted: the groups Admin.ListGroups
+	// describes.
+	GroupNames(ctx context.Context, topic string) ([]string, error)
 
 	// Stats reports the state of one group of a topic and the topic's counters.
 	Stats(ctx context.Context, p *StatsParams) (Stats, error)

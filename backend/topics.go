@@ -6,10 +6,10 @@ import "context"
 // tools that watch every topic (the relq CLI, the Prometheus collector). It is separate from
 // Backend so that an adapter without a cheap way to list topics still satisfies the contract.
 type TopicLister interface {
-	// Topics returns the names of the topics under the backend's prefix that have at least
-	// one registered group, sorted. It scans keys (SCAN, on every primary of a Cluster), so it
-	// is meant for tools, not for a hot path.
-	Topics(ctx context.Context) ([]string, error)
-	// HasTopic reports whether Topics would list topic, in one round trip and without a SCAN.
+	// TopicNames returns the names of the topics under the backend's prefix that have a
+	// registered group or a backlog, sorted: the topics Admin.ListTopics describes. It scans
+	// keys (SCAN, on every primary of a Cluster), so it is meant for tools, not for a hot path.
+	TopicNames(ctx context.Context) ([]string, error)
+	// HasTopic reports whether TopicNames would list topic, in one round trip and without a SCAN.
 	HasTopic(ctx context.Context, topic string) (bool, error)
 }

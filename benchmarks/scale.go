@@ -423,7 +423,7 @@ func (s *scaleRun) round(ctx context.Context, round int) error {
 	}
 	if lister, ok := be.(backend.TopicLister); ok {
 		if err := s.op(ctx, "topics", func() error {
-			found, err := lister.Topics(ctx)
+			found, err := lister.TopicNames(ctx)
 			s.topicsFound = len(found)
 			return err
 		}); err != nil {

@@ -51,7 +51,7 @@ func groupsFanOut(t *testing.T, h Harness) {
 		}
 	}
 
-	groups, err := h.Backend.Groups(context.Background(), topic)
+	groups, err := h.Backend.GroupNames(context.Background(), topic)
 	require.NoError(t, err)
 	slices.Sort(groups)
 	require.Equal(t, []string{"g1", "g2"}, groups, "registered groups")

@@ -72,7 +72,7 @@ func roundTripBeforeAnyGroup(t *testing.T, h Harness) {
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
 	msg := newMessage("early")
 	publish(t, pub, topic, msg)
-	groups, err := h.Backend.Groups(context.Background(), topic)
+	groups, err := h.Backend.GroupNames(context.Background(), topic)
 	require.NoError(t, err)
 	require.Empty(t, groups, "a publish registered a group")
 

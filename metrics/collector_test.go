@@ -270,7 +270,7 @@ type topicLister struct {
 	topics *[]string
 }
 
-func (l topicLister) Topics(context.Context) ([]string, error) {
+func (l topicLister) TopicNames(context.Context) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(*l.topics), nil
@@ -377,7 +377,7 @@ type stuck struct {
 
 func (stuck) Name() string { return "stuck" }
 
-func (s stuck) Groups(context.Context, string) ([]string, error) {
+func (s stuck) GroupNames(context.Context, string) ([]string, error) {
 	<-s.release
 	return nil, errors.New("released")
 }

@@ -64,7 +64,7 @@ func (s *source) readTopics(ctx context.Context, names []string) ([]backend.Topi
 		}
 		out = found
 	case s.lister != nil:
-		found, err := s.lister.Topics(ctx)
+		found, err := s.lister.TopicNames(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list topics: %w", err)
 		}
@@ -105,7 +105,7 @@ func (s *source) describe(ctx context.Context, topic string) (backend.TopicInfo,
 		}
 		return t, nil
 	}
-	groups, err := s.backend.Groups(ctx, topic)
+	groups, err := s.backend.GroupNames(ctx, topic)
 	if err != nil {
 		return backend.TopicInfo{}, fmt.Errorf("groups of topic %q: %w", topic, err)
 	}

@@ -21,7 +21,7 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.Equal(t, since[ids[0]], since[ids[2]], "one batch, one ready-since time")
 	require.Len(t, e.Hash(k.topic.bodies), 3)
 	require.False(t, e.Exists(k.topic.refs), "one group: no reference counts")
-	groups, err := e.b.Groups(e.Ctx, "orders")
+	groups, err := e.b.GroupNames(e.Ctx, "orders")
 	require.NoError(t, err)
 	require.Equal(t, []string{backend.DefaultGroup}, groups)
 
@@ -91,7 +91,7 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 	require.Equal(t, map[string]string{second[0]: "2"}, e.Hash(e.gk("t", "late").topic.refs),
 		"only the message held by two groups has a count; one holder needs none")
 	require.Len(t, first, 1)
-	groups, err := e.b.Groups(e.Ctx, "t")
+	groups, err := e.b.GroupNames(e.Ctx, "t")
 	require.NoError(t, err)
 	require.Equal(t, []string{"early", "late"}, groups)
 }

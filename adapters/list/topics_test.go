@@ -35,7 +35,7 @@ func TestTopicsListsTopicsWithAGroup(t *testing.T) {
 	b, err := list.New(c, list.Options{Prefix: prefix})
 	require.NoError(t, err)
 
-	topics, err := b.Topics(ctx)
+	topics, err := b.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Empty(t, topics)
 
@@ -43,7 +43,7 @@ func TestTopicsListsTopicsWithAGroup(t *testing.T) {
 	// topic name holding ':' all count.
 	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "orders", Group: "billing"}))
 	publishTo(t, b, "audit:eu", 2)
-	topics, err = b.Topics(ctx)
+	topics, err = b.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"audit:eu", "orders"}, topics)
 
@@ -82,10 +82,10 @@ func TestTopicsIgnoresLookalikeKeys(t *testing.T) {
 	}
 	require.NoError(t, c.Set(ctx, "{"+prefix+":str}:registry", "default", 0).Err())
 
-	topics, err := b.Topics(ctx)
+	topics, err := b.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"orders"}, topics)
-	topics, err = other.Topics(ctx)
+	topics, err = other.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"elsewhere"}, topics)
 }
@@ -114,13 +114,13 @@ func TestTopicsLeavesOutOtherBackendsTopics(t *testing.T) {
 		{Envelope: backend.Envelope{UUID: "u"}, Delay: time.Hour}}})
 	require.NoError(t, err)
 
-	got, err := lb.Topics(ctx)
+	got, err := lb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"list-topic"}, got)
-	got, err = zb.Topics(ctx)
+	got, err = zb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"zset-delayed", "zset-topic"}, got)
-	got, err = sb.Topics(ctx)
+	got, err = sb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"streams-topic"}, got)
 
@@ -152,10 +152,10 @@ func TestTopicsTellsADrainedListTopicFromAZsetOne(t *testing.T) {
 		Items: []backend.NackItem{{ID: ds[0].ID, Attempt: ds[0].Attempt, DeadLetter: true, Reason: "test"}}})
 	require.NoError(t, err)
 
-	got, err := lb.Topics(ctx)
+	got, err := lb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"drained"}, got)
-	got, err = zb.Topics(ctx)
+	got, err = zb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Empty(t, got)
 	st, err := lb.Stats(ctx, &backend.StatsParams{Topic: "drained", Group: backend.DefaultGroup})
@@ -186,7 +186,7 @@ func TestTopicsOnRedisCluster(t *testing.T) {
 		return err
 	}))
 	require.Greater(t, holding.Load(), int32(1))
-	got, err := b.Topics(ctx)
+	got, err := b.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }

@@ -120,7 +120,7 @@ func unpadID(m string) string {
 // groupsOf lists the groups of topic's stream.
 func groupsOf(t *testing.T, e *env, topic string) []string {
 	t.Helper()
-	groups, err := e.b.Groups(e.Ctx, topic)
+	groups, err := e.b.GroupNames(e.Ctx, topic)
 	require.NoError(t, err)
 	return groups
 }

@@ -154,7 +154,7 @@ func TestInteropRelqPublishesWatermillConsumes(t *testing.T) {
 		p, err := e.client(t).XPending(ctx, e.topic, "wm-workers").Result()
 		return err == nil && p.Count == 0
 	}, 10*time.Second, 10*time.Millisecond, "watermill-redisstream did not ack")
-	groups, err := e.b.Groups(ctx, e.topic)
+	groups, err := e.b.GroupNames(ctx, e.topic)
 	require.NoError(t, err)
 	require.Equal(t, []string{"wm-workers"}, groups, "relq published into the existing group, without adding its default one")
 }

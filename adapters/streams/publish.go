@@ -82,9 +82,9 @@ func (b *Backend) EnsureGroup(ctx context.Context, p *backend.EnsureGroupParams)
 	return backendkit.RedisFull(ensureGroupScript.Run(ctx, b.client, k.registerKeys(), p.Group, fromOldest).Err())
 }
 
-// Groups lists the consumer groups of the topic's stream, sorted: relq's and any other
+// GroupNames lists the consumer groups of the topic's stream, sorted: relq's and any other
 // program's (watermill-redisstream's, in FormatWatermill).
-func (b *Backend) Groups(ctx context.Context, topic string) ([]string, error) {
+func (b *Backend) GroupNames(ctx context.Context, topic string) ([]string, error) {
 	if err := b.check(ctx, "topic", topic); err != nil {
 		return nil, err
 	}

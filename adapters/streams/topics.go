@@ -9,7 +9,7 @@ import (
 
 var _ backend.TopicLister = (*Backend)(nil)
 
-// Topics returns the sorted names of the topics under Options.Prefix that have a group or a
+// TopicNames returns the sorted names of the topics under Options.Prefix that have a group or a
 // backlog, found by SCAN (on every primary of a Cluster). It reads the whole keyspace, so it
 // is meant for tools, not for a hot path.
 //
@@ -19,7 +19,7 @@ var _ backend.TopicLister = (*Backend)(nil)
 // published to or registered a group on has: a stream that only watermill-redisstream ever
 // used is not listed. Either way a topic is listed only while its stream has a consumer group
 // or a backlog.
-func (b *Backend) Topics(ctx context.Context) ([]string, error) {
+func (b *Backend) TopicNames(ctx context.Context) ([]string, error) {
 	if err := b.check(ctx); err != nil {
 		return nil, err
 	}

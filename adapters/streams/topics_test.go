@@ -30,7 +30,7 @@ func TestTopicsListsStreamsWithAGroupOrABacklog(t *testing.T) {
 	lb, err := list.New(c, list.Options{Prefix: prefix})
 	require.NoError(t, err)
 
-	topics, err := b.Topics(ctx)
+	topics, err := b.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Empty(t, topics)
 
@@ -43,10 +43,10 @@ func TestTopicsListsStreamsWithAGroupOrABacklog(t *testing.T) {
 	require.NoError(t, c.XGroupDestroy(ctx, "{"+prefix+":gone}:stream", "g").Err())
 	require.NoError(t, c.XAdd(ctx, &redis.XAddArgs{Stream: "{" + prefix + ":bare}:stream", Values: []string{"e", "x"}}).Err())
 
-	topics, err = b.Topics(ctx)
+	topics, err = b.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"audit:eu", "bare", "orders"}, topics)
-	topics, err = lb.Topics(ctx)
+	topics, err = lb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"list-topic"}, topics)
 
@@ -76,10 +76,10 @@ func TestTopicsInWatermillFormat(t *testing.T) {
 	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: t2, Group: "g"}))
 	publishTo(t, other, t3)
 
-	topics, err := b.Topics(ctx)
+	topics, err := b.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{t2, t1}, topics)
-	topics, err = other.Topics(ctx)
+	topics, err = other.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{t3}, topics)
 }

@@ -35,7 +35,7 @@ func TestPublishClaimAckLeavesOnlyCountersAndRegistry(t *testing.T) {
 	require.False(t, e.Exists(k.wake), "no consumer is asleep: no wake-up token")
 	require.Equal(t, []string{"bodies", "g:default:queue", "meta", "zregistry"}, e.Keys("orders"),
 		"due now: straight to the queue; nothing in the due-time ZSET")
-	groups, err := e.b.Groups(e.Ctx, "orders")
+	groups, err := e.b.GroupNames(e.Ctx, "orders")
 	require.NoError(t, err)
 	require.Equal(t, []string{backend.DefaultGroup}, groups)
 
@@ -137,7 +137,7 @@ func TestNewGroupGetsOnlyLaterMessagesEvenWithAStaleGroupCache(t *testing.T) {
 	require.Equal(t, map[string]string{second[0]: "2"}, e.Hash(e.gk("t", "late").refs),
 		"only the message held by two groups has a count; one holder needs none")
 	require.Len(t, first, 1)
-	groups, err := e.b.Groups(e.Ctx, "t")
+	groups, err := e.b.GroupNames(e.Ctx, "t")
 	require.NoError(t, err)
 	require.Equal(t, []string{"early", "late"}, groups)
 }

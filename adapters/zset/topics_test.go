@@ -31,7 +31,7 @@ func TestTopicsListsZsetTopicsOnly(t *testing.T) {
 	lb, err := list.New(c, list.Options{Prefix: prefix})
 	require.NoError(t, err)
 
-	topics, err := zb.Topics(ctx)
+	topics, err := zb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Empty(t, topics)
 
@@ -42,10 +42,10 @@ func TestTopicsListsZsetTopicsOnly(t *testing.T) {
 	publishTo(t, lb, "list-delayed", time.Hour)
 	require.NoError(t, lb.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "list:empty", Group: "g"}))
 
-	topics, err = zb.Topics(ctx)
+	topics, err = zb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"delayed", "no:messages", "ready"}, topics)
-	topics, err = lb.Topics(ctx)
+	topics, err = lb.TopicNames(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"list-delayed", "list-ready", "list:empty"}, topics)
 

@@ -26,7 +26,7 @@ func RejectsInvalidNames(t *testing.T, b backend.Backend, f conformance.Faults) 
 	RequireNameError(t, err, "group")
 	_, err = b.Stats(ctx, &backend.StatsParams{Topic: "", Group: "g"})
 	RequireNameError(t, err, "topic")
-	_, err = b.Groups(ctx, "t*")
+	_, err = b.GroupNames(ctx, "t*")
 	RequireNameError(t, err, "topic")
 	RequireNameError(t, f.InjectCorrupt(ctx, "t", "{g", nil), "group")
 }

@@ -55,7 +55,7 @@ func RequestReply(t *testing.T, build Build) {
 	s = client.PoolStats()
 	require.Equal(t, s.TotalConns, s.IdleConns, "pooled connections still in use with every subscriber closed")
 	if ephemeral {
-		groups, err := h.Backend.Groups(context.Background(), replies)
+		groups, err := h.Backend.GroupNames(context.Background(), replies)
 		require.NoError(t, err)
 		require.Empty(t, groups, "ephemeral reply groups left behind")
 	}

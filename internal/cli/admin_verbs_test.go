@@ -242,7 +242,7 @@ func TestGroupPauseResumeDelete(t *testing.T) {
 		require.Equal(t, 0, code)
 		require.Contains(t, out, "which held 2 ready messages.")
 		require.NotContains(t, out, "last group")
-		groups, err := b.Groups(f.ctx, "orders")
+		groups, err := b.GroupNames(f.ctx, "orders")
 		require.NoError(t, err)
 		require.Equal(t, []string{"billing"}, groups)
 

@@ -84,7 +84,7 @@ func (a *memAdmin) group(topic, group string) (*memGroup, error) {
 
 func (a *memAdmin) Name() string { return a.name }
 
-func (a *memAdmin) Topics(context.Context) ([]string, error) {
+func (a *memAdmin) TopicNames(context.Context) ([]string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var names []string
@@ -101,13 +101,13 @@ func (a *memAdmin) HasTopic(_ context.Context, topic string) (bool, error) {
 	return a.topics[topic] != nil, nil
 }
 
-func (a *memAdmin) Groups(_ context.Context, topic string) ([]string, error) {
+func (a *memAdmin) GroupNames(_ context.Context, topic string) ([]string, error) {
 	info, err := a.Topic(context.Background(), topic)
 	return info.Groups, err
 }
 
 func (a *memAdmin) ListTopics(ctx context.Context) ([]backend.TopicInfo, error) {
-	names, _ := a.Topics(ctx)
+	names, _ := a.TopicNames(ctx)
 	infos := make([]backend.TopicInfo, len(names))
 	for i, n := range names {
 		infos[i], _ = a.Topic(ctx, n)

@@ -61,7 +61,7 @@ func (f *fixture) group(b backend.Backend, topic, group string) {
 // the topic's backlog instead (pubsub/lifecycle.go).
 func (f *fixture) someGroup(b backend.Backend, topic string) {
 	f.t.Helper()
-	groups, err := b.Groups(f.ctx, topic)
+	groups, err := b.GroupNames(f.ctx, topic)
 	require.NoError(f.t, err)
 	if len(groups) == 0 {
 		f.group(b, topic, backend.DefaultGroup)

@@ -38,7 +38,7 @@ func merge(found map[*source][]string, order []*source) []topicRef {
 func (s *session) discover(ctx context.Context) ([]topicRef, error) {
 	found := map[*source][]string{}
 	for _, b := range s.backends {
-		topics, err := b.Topics(ctx)
+		topics, err := b.TopicNames(ctx)
 		if err != nil {
 			return nil, s.explain(fmt.Errorf("%s backend: find topics: %w", b.name, err))
 		}
@@ -111,7 +111,7 @@ func (s *session) backendsText() string {
 
 // groups returns the groups of ref, checking that group (when not empty) is one of them.
 func (s *session) groups(ctx context.Context, ref topicRef, group string) ([]string, error) {
-	groups, err := ref.backend.Groups(ctx, ref.topic)
+	groups, err := ref.backend.GroupNames(ctx, ref.topic)
 	if err != nil {
 		return nil, s.explain(fmt.Errorf("topic %q: groups: %w", ref.topic, err))
 	}

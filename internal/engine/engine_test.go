@@ -106,7 +106,7 @@ func TestARegistryWithoutAVersionStillRoutes(t *testing.T) {
 			require.NoError(t, e.Learn("t", []any{"0", "0"}), "a process that knows no registry yet")
 			_, err := e.Publish(ctx, &backend.PublishParams{Topic: "t", Messages: messages("x")})
 			require.NoError(t, err)
-			groups, err := e.Groups(ctx, "t")
+			groups, err := e.GroupNames(ctx, "t")
 			require.NoError(t, err)
 			require.Equal(t, []string{"a", "b"}, groups)
 			for _, g := range groups {

@@ -114,7 +114,7 @@ func claimAll(t *testing.T, e *engine.Engine, topic, group, consumer string, n i
 // groupsOf lists the groups registered on topic.
 func groupsOf(t *testing.T, e *engine.Engine, topic string) []string {
 	t.Helper()
-	groups, err := e.Groups(t.Context(), topic)
+	groups, err := e.GroupNames(t.Context(), topic)
 	require.NoError(t, err)
 	return groups
 }

@@ -20,7 +20,7 @@ const AdminDepth = 10_000
 const MessagesCountDefault = 100
 
 // messageVerbs are the Admin scripts of this file and messages_find.go (lua/<verb>.lua).
-var messageVerbs = []string{"messages", "message", "delmessage", "runmessage"}
+var messageVerbs = []string{"messages", "message", "deletemessage", "runmessage"}
 
 // Messages reads one page of a group's messages in one state, in one read-only script. ZSET
 // states (pending, dead, delayed, the zset backend's ready) page by (score, member) after the

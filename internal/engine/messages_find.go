@@ -43,7 +43,7 @@ func (e *Engine) DeleteMessage(ctx context.Context, p *backend.MessageParams) er
 	if err := e.checkMessage(ctx, p); err != nil {
 		return err
 	}
-	err := e.run(ctx, "delmessage", e.Keys(p.Topic, p.Group).all, p.Group, p.ID, AdminDepth).Err()
+	err := e.run(ctx, "deletemessage", e.Keys(p.Topic, p.Group).all, p.Group, p.ID, AdminDepth).Err()
 	return e.adminError(err, p.Topic, p.Group, p.ID)
 }
 

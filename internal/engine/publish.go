@@ -161,8 +161,8 @@ func (e *Engine) EnsureGroup(ctx context.Context, p *backend.EnsureGroupParams) 
 	return err
 }
 
-// Groups lists the groups registered on a topic, sorted.
-func (e *Engine) Groups(ctx context.Context, topic string) ([]string, error) {
+// GroupNames lists the groups registered on a topic, sorted (ListGroups' names).
+func (e *Engine) GroupNames(ctx context.Context, topic string) ([]string, error) {
 	if err := e.Check(ctx, "topic", topic); err != nil {
 		return nil, err
 	}

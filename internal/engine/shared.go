@@ -18,7 +18,7 @@ type Shared interface {
 	Nack(ctx context.Context, p *backend.NackParams) (backend.NackResult, error)
 	Extend(ctx context.Context, p *backend.ExtendParams) (lost []string, err error)
 	Reclaim(ctx context.Context, p *backend.ReclaimParams) (backend.ReclaimResult, error)
-	Groups(ctx context.Context, topic string) ([]string, error)
+	GroupNames(ctx context.Context, topic string) ([]string, error)
 	Close() error
 	backend.Admin
 	backend.Ephemeral

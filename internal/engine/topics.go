@@ -13,9 +13,9 @@ import (
 	"github.com/relq/relq/internal/replicas"
 )
 
-// Topics returns the sorted names of the topics under the prefix that have a registered group
+// TopicNames returns the sorted names of the topics under the prefix that have a registered group
 // or a backlog (ListTopics' names).
-func (e *Engine) Topics(ctx context.Context) ([]string, error) {
+func (e *Engine) TopicNames(ctx context.Context) ([]string, error) {
 	infos, err := e.ListTopics(ctx)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (e *Engine) Topics(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// HasTopic reports whether Topics would list topic, in one round trip and without a SCAN.
+// HasTopic reports whether TopicNames would list topic, in one round trip and without a SCAN.
 func (e *Engine) HasTopic(ctx context.Context, topic string) (bool, error) {
 	if err := e.Check(ctx, "topic", topic); err != nil {
 		return false, err

@@ -28,7 +28,7 @@ func TestTopicsAndGroupsAreListed(t *testing.T) {
 				{Name: "audit:eu", Groups: []string{}, Backlog: 2},
 				{Name: "orders", Groups: []string{"audit", "billing"}},
 			}, topics)
-			names, err := e.Topics(ctx)
+			names, err := e.TopicNames(ctx)
 			require.NoError(t, err)
 			require.Equal(t, []string{"audit:eu", "orders"}, names)
 			for topic, want := range map[string]bool{"orders": true, "audit:eu": true, "gone": false, "nope": false} {

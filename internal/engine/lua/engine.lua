@@ -359,7 +359,7 @@ local function unlink(keys)
   end
 end
 
--- Admin: listing and finding messages (messages.lua, message.lua, delmessage.lua,
+-- Admin: listing and finding messages (messages.lua, message.lua, deletemessage.lua,
 -- runmessage.lua). Each store adds its own part at the end of its store.lua.
 
 -- ADMIN_CHUNK is how many entries a listing or a search reads per command.

@@ -1,4 +1,4 @@
--- delmessage.lua: delete one message of a group for good, in any state; other groups keep
+-- deletemessage.lua: delete one message of a group for good, in any state; other groups keep
 -- their copy. A pending or dead message goes at once, and its body with the last group that
 -- held it; a holder's later ack, nack or extend finds no record and is stale. Where it sits
 -- in a store that cannot remove it by id, it is marked ACKED and the claim that reaches it
