@@ -50,7 +50,7 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 // blocked on them; those and every later Claim that would block fail with an error wrapping
 // backend.ErrClosed. Everything else keeps working on the client the backend was given, which
 // Close does not close. Idle wait connections close by themselves after
-// backendkit.WaitLinger; Close releases the rest at once. Close after the Subscribers.
+// 10 s; Close releases the rest at once. Close after the Subscribers.
 func (b *Backend) Close() error { return b.waits.Close() }
 
 // Name returns "streams".
