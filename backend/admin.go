@@ -129,7 +129,9 @@ type GroupInfo struct {
 	Expires   time.Time
 }
 
-// MessagesParams are the inputs of Admin.Messages.
+// MessagesParams are the inputs of Admin.Messages. Topic, Group and State are required (the
+// zero State names no state and is an error); the zero Cursor and Count read the first page,
+// of 100 (a backend may return fewer per call, at most its BatchSize).
 type MessagesParams struct {
 	Topic string
 	Group string
@@ -147,7 +149,9 @@ type MessagePage struct {
 	Next string
 }
 
-// MessageParams name one message of a group.
+// MessageParams name one message of a group: the inputs of Admin.Message, DeleteMessage and
+// RunMessage. Topic and Group are required; an ID the group does not hold, the empty one
+// included, is ErrMessageNotFound.
 type MessageParams struct {
 	Topic string
 	Group string

@@ -77,11 +77,15 @@ type Backend interface {
 	DeadLetters(ctx context.Context, p *DeadLettersParams) ([]DeadLetter, error)
 
 	// RequeueDeadLetters moves dead letters back to ready with their attempts reset: the IDs
-	// given, or all of them when p.All. It returns how many were requeued.
+	// given, or all of them when p.All. It returns how many were requeued. Params that select
+	// nothing (neither IDs nor All) requeue nothing and fail with a *SelectionError matching
+	// ErrNothingSelected: see RequeueParams.Validate.
 	RequeueDeadLetters(ctx context.Context, p *RequeueParams) (int, error)
 
-	// PurgeDeadLetters deletes a group's dead letters for good: the IDs given, else the oldest
-	// p.Limit, or all of them. It returns how many it deleted.
+	// PurgeDeadLetters deletes a group's dead letters for good: the IDs given, or with p.All
+	// every one (the oldest p.Limit when it is positive). It returns how many it deleted.
+	// Params that select nothing (neither IDs nor All) delete nothing and fail with a
+	// *SelectionError matching ErrNothingSelected: see PurgeParams.Validate.
 	PurgeDeadLetters(ctx context.Context, p *PurgeParams) (int, error)
 
 	// GroupNames lists the groups registered on a topic, sorted: the groups Admin.ListGroups
@@ -130,7 +134,8 @@ type OutMessage struct {
 	Priority int
 }
 
-// PublishParams are the inputs of Backend.Publish.
+// PublishParams are the inputs of Backend.Publish. Topic is required; no Messages is a
+// no-op that returns an empty result (once Topic is a valid name).
 type PublishParams struct {
 	Topic    string
 	Messages []OutMessage
@@ -150,7 +155,9 @@ type PublishResult struct {
 	Reregistered []string
 }
 
-// EnsureGroupParams are the inputs of Backend.EnsureGroup.
+// EnsureGroupParams are the inputs of Backend.EnsureGroup. Topic and Group are required; the
+// zero FromOldest starts a new group with the next publish (the topic's first group also
+// takes its backlog).
 type EnsureGroupParams struct {
 	Topic string
 	Group string
@@ -159,7 +166,10 @@ type EnsureGroupParams struct {
 	FromOldest bool
 }
 
-// RegisterAgainParams are the inputs of Backend.RegisterAgain.
+// RegisterAgainParams are the inputs of Backend.RegisterAgain. Topic and Group are required;
+// the zero value of the rest registers a durable group, with no delivery seen (After "") and
+// no re-registration known (Known 0). Consumer and TTL matter only with Ephemeral, and must
+// then be a valid name and positive (else a *NameError or *ConfigError).
 type RegisterAgainParams struct {
 	Topic string
 	Group string
@@ -193,13 +203,18 @@ type RegisterAgainResult struct {
 	Backlog int64
 }
 
-// ClaimParams are the inputs of Backend.Claim.
+// ClaimParams are the inputs of Backend.Claim. Topic, Group, Consumer and a positive Lease
+// are required: a zero Lease is a *ConfigError, since a lease that expires at once would make
+// every claim a duplicate delivery. A zero Count claims one message; a zero Block returns at
+// once.
 type ClaimParams struct {
 	Topic    string
 	Group    string
 	Consumer string
-	Count    int
-	Lease    time.Duration
+	// Count bounds the messages claimed; zero (or less) claims at most one. A backend may
+	// claim fewer per call (list and zset: at most their BatchSize).
+	Count int
+	Lease time.Duration
 	// Block bounds how long Claim waits when nothing is ready. Zero returns at once.
 	Block time.Duration
 }
@@ -223,7 +238,8 @@ type Held struct {
 	Attempt int
 }
 
-// AckParams are the inputs of Backend.Ack.
+// AckParams are the inputs of Backend.Ack. Topic, Group and Consumer are required; no Items
+// acks nothing and returns a zero result.
 type AckParams struct {
 	Topic    string
 	Group    string
@@ -251,7 +267,9 @@ type NackItem struct {
 	Release bool
 }
 
-// NackParams are the inputs of Backend.Nack.
+// NackParams are the inputs of Backend.Nack. Topic, Group and Consumer are required; no Items
+// nacks nothing and returns a zero result. An item whose Delay, Reason, DeadLetter and
+// Release are all zero goes back ready at once, its attempt counted (a plain retry).
 type NackParams struct {
 	Topic    string
 	Group    string
@@ -269,7 +287,9 @@ type NackResult struct {
 	Stale        int // items the caller no longer held: ignored
 }
 
-// ExtendParams are the inputs of Backend.Extend.
+// ExtendParams are the inputs of Backend.Extend. Topic, Group, Consumer and a positive Lease
+// are required (a zero Lease is a *ConfigError: it would end the leases it means to extend);
+// no Items extends nothing and loses nothing.
 type ExtendParams struct {
 	Topic    string
 	Group    string
@@ -278,14 +298,17 @@ type ExtendParams struct {
 	Lease    time.Duration
 }
 
-// ReclaimParams are the inputs of Backend.Reclaim.
+// ReclaimParams are the inputs of Backend.Reclaim. Topic and Group are required; the zero
+// value of the rest reclaims with no delivery limit, the default orphan lease and the
+// backend's batch size.
 type ReclaimParams struct {
 	Topic string
 	Group string
 	// MaxDeliveries: an expired delivery whose attempt is >= MaxDeliveries is dead-lettered
 	// with reason "lease expired after N attempts". Zero means no limit.
 	MaxDeliveries int
-	// OrphanLease is the lease given to a pending delivery found without one.
+	// OrphanLease is the lease given to a pending delivery found without one; zero:
+	// pubsub.LeaseDefault.
 	OrphanLease time.Duration
 	// Count bounds the deliveries handled in one call; the backend picks a default if zero.
 	Count int
@@ -306,55 +329,8 @@ type ReclaimResult struct {
 	NextExpiry time.Duration
 }
 
-// DeadLetter is one message in a group's dead-letter store.
-type DeadLetter struct {
-	ID       string
-	Topic    string
-	Group    string
-	Envelope Envelope
-	// Raw holds the stored bytes when the entry could not be decoded.
-	Raw      []byte
-	Reason   string
-	Attempts int
-	// DeadAt is when it was dead-lettered (Redis clock).
-	DeadAt time.Time
-}
-
-// DeadLettersParams are the inputs of Backend.DeadLetters.
-type DeadLettersParams struct {
-	Topic  string
-	Group  string
-	Offset int
-	Count  int // zero: 100
-}
-
-// RequeueParams are the inputs of Backend.RequeueDeadLetters.
-type RequeueParams struct {
-	Topic string
-	Group string
-	IDs   []string
-	All   bool
-}
-
-// PurgeParams are the inputs of Backend.PurgeDeadLetters.
-type PurgeParams struct {
-	Topic string
-	Group string
-	// IDs, when not empty, purges exactly those of them that are dead letters of the group
-	// when the purge runs; the count returned says how many. An ID that is not one (unknown,
-	// or requeued and since ready, delayed or pending) is skipped and left as it is; one given
-	// twice counts once. Each chunk of at most the backend's batch size is checked and purged
-	// in one atomic step, so a letter requeued between listing and purging is never deleted.
-	// The topic's other groups keep their copy. Limit must be 0 with IDs (else a
-	// *ConfigError). An empty IDs is no selection: Limit decides, and 0 purges every dead
-	// letter, so a caller purging what a user selected must not call with an empty one.
-	IDs []string
-	// Limit, when positive, purges at most that many dead letters, oldest first, so a tool
-	// that showed "N dead letters" deletes no more than those; 0 purges them all.
-	Limit int
-}
-
-// StatsParams are the inputs of Backend.Stats.
+// StatsParams are the inputs of Backend.Stats. Both names are required: the zero value is a
+// *NameError, as every empty topic or group name is.
 type StatsParams struct {
 	Topic string
 	Group string

@@ -92,7 +92,9 @@ type Ephemeral interface {
 	Leave(ctx context.Context, p *LeaveParams) error
 }
 
-// JoinParams are the inputs of Ephemeral.Join.
+// JoinParams are the inputs of Ephemeral.Join. Topic, Group, Consumer and a positive TTL are
+// required (a zero TTL is a *ConfigError: the membership would end as it began); the zero
+// Renew is a first Join, which registers the group when it is new.
 type JoinParams struct {
 	Topic    string
 	Group    string
@@ -107,7 +109,8 @@ type JoinParams struct {
 	Renew bool
 }
 
-// LeaveParams are the inputs of Ephemeral.Leave.
+// LeaveParams are the inputs of Ephemeral.Leave. Every field is required: the zero value is a
+// *NameError, as every empty name is.
 type LeaveParams struct {
 	Topic    string
 	Group    string

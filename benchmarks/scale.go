@@ -416,7 +416,7 @@ func (s *scaleRun) round(ctx context.Context, round int) error {
 		return err
 	}
 	if err := s.op(ctx, "purge 100 dead letters", func() error {
-		_, err := be.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, Limit: 100})
+		_, err := be.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, All: true, Limit: 100})
 		return err
 	}); err != nil {
 		return err

@@ -23,10 +23,11 @@ func testDeadLetter(t *testing.T, f Factory) {
 	run(t, f, "BodyMissing", Options{}, deadLetterBodyMissing)
 	run(t, f, "PurgeLimit", Options{}, deadLetterPurgeLimit)
 	run(t, f, "PurgeByIDs", Options{}, deadLetterPurgeIDs)
+	run(t, f, "NothingSelected", Options{}, deadLetterNothingSelected)
 }
 
-// PurgeParams.Limit purges at most that many dead letters, the oldest first: a tool that
-// asked "delete these N?" deletes no letter that arrived after it counted.
+// With All, PurgeParams.Limit purges at most that many dead letters, the oldest first: a
+// tool that asked "delete these N?" deletes no letter that arrived after it counted.
 func deadLetterPurgeLimit(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), "billing"
@@ -38,15 +39,15 @@ func deadLetterPurgeLimit(t *testing.T, h Harness) {
 	before := deadLetters(t, h, topic, group, 0, 10)
 	require.Len(t, before, 3)
 
-	_, err := h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, Limit: -1})
+	_, err := h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, All: true, Limit: -1})
 	require.ErrorIs(t, err, backend.ErrInvalidConfig)
-	n, err := h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, Limit: 2})
+	n, err := h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, All: true, Limit: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	after := deadLetters(t, h, topic, group, 0, 10)
 	require.Len(t, after, 1)
 	require.Equal(t, before[2].ID, after[0].ID, "the newest dead letter is left")
-	n, err = h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group})
+	n, err = h.Backend.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, All: true})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
@@ -204,7 +205,7 @@ func deadLetterMaxDeliveries(t *testing.T, h Harness) {
 	require.Equal(t, 1, r.of(requeued.UUID)[maxDeliveries].Attempt, "requeue did not reset the attempts")
 	requireCounts(t, h, topic, group, counts{Dead: 1})
 
-	n, err = h.Backend.PurgeDeadLetters(context.Background(), &backend.PurgeParams{Topic: topic, Group: group})
+	n, err = h.Backend.PurgeDeadLetters(context.Background(), &backend.PurgeParams{Topic: topic, Group: group, All: true})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	s := requireSettled(t, h, topic, group, 0)

@@ -89,7 +89,7 @@ func TestRedisFullOperations(t *testing.T) {
 			n, err = b.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, IDs: []string{dead[0].ID, dead[1].ID}})
 			require.NoError(t, err, "purge by IDs")
 			require.Equal(t, 1, n, "dead[0] was requeued: skipped")
-			n, err = b.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group})
+			n, err = b.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: topic, Group: group, All: true})
 			require.NoError(t, err, "purge")
 			require.Equal(t, 1, n)
 

@@ -120,8 +120,12 @@ var actions = map[string]action{
 }
 
 // targets are the messages an action on dead letters acts on: the row's own, else the
-// selected ones.
+// selected ones; none when it acts on all of them (boxes ticked before "Requeue all" or
+// "Purge all" are no part of it).
 func (f *form) targets() []string {
+	if f.all {
+		return nil
+	}
 	if f.id != "" {
 		return []string{f.id}
 	}
@@ -182,7 +186,7 @@ func purge(ctx context.Context, f *form) (string, string, error) {
 		if f.limit <= 0 {
 			return "Purged no dead letter.", f.deadLink(), nil
 		}
-		n, err := f.a.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: f.topic, Group: f.group, Limit: f.limit})
+		n, err := f.a.PurgeDeadLetters(ctx, &backend.PurgeParams{Topic: f.topic, Group: f.group, All: true, Limit: f.limit})
 		return fmt.Sprintf("Purged %s dead letter%s.", num(int64(n)), plural(n)), f.deadLink(), err
 	}
 	ids := f.targets()

@@ -159,6 +159,39 @@ func TestDeadLetterActions(t *testing.T) {
 	require.Equal(t, "arrived after the question", page.Messages[0].Reason)
 }
 
+// TestAllIgnoresTickedBoxes presses "Purge all" and "Requeue all" with a box ticked: the form
+// posts the ticked ID with all=yes, and the action is on every dead letter, as the button
+// says (the backend refuses IDs together with All).
+func TestAllIgnoresTickedBoxes(t *testing.T) {
+	s := newSite(t, "zset", nil)
+	s.env.EnsureGroup("orders", "billing")
+	a := s.deadLetter("orders", "billing", "a", "bad")
+	s.deadLetter("orders", "billing", "b", "bad")
+	f := groupForm("zset")
+	f.Set("all", "yes")
+	f.Set("ids", a)
+	code, _, body := s.post("/purge", f)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Purge all 2 dead letters")
+	code, loc, _ := s.confirm("/purge", body)
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Contains(t, s.page("/"+loc), "Purged 2 dead letters.")
+	require.EqualValues(t, 0, s.env.Stats("orders", "billing").Dead)
+
+	c := s.deadLetter("orders", "billing", "c", "bad")
+	s.deadLetter("orders", "billing", "d", "bad")
+	f.Set("ids", c)
+	code, _, body = s.post("/requeue", f)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Requeue all 2 dead letters")
+	code, loc, _ = s.confirm("/requeue", body)
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Contains(t, s.page("/"+loc), "Requeued 2 dead letters.")
+	st := s.env.Stats("orders", "billing")
+	require.EqualValues(t, 0, st.Dead)
+	require.EqualValues(t, 2, st.Ready)
+}
+
 // TestTokenAuth checks the login page, the cookie it sets, the bearer header, and that the
 // next page after login stays inside the dashboard.
 func TestTokenAuth(t *testing.T) {

@@ -254,7 +254,8 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &he):
 		return he.code
-	case errors.As(err, &ne), errors.Is(err, backend.ErrBadCursor), errors.Is(err, backend.ErrNotDelayed):
+	case errors.As(err, &ne), errors.Is(err, backend.ErrBadCursor), errors.Is(err, backend.ErrNotDelayed),
+		errors.Is(err, backend.ErrInvalidConfig): // params a form made (ErrNothingSelected among them)
 		return http.StatusBadRequest
 	case errors.Is(err, backend.ErrTopicNotFound), errors.Is(err, backend.ErrGroupNotFound),
 		errors.Is(err, backend.ErrMessageNotFound), errors.Is(err, backend.ErrGroupDeleted):

@@ -58,9 +58,12 @@ func (b *Backend) DeadLetters(ctx context.Context, p *backend.DeadLettersParams)
 // under the parking consumer with delivery count 0 (XCLAIM ... RETRYCOUNT 0 FORCE), due now.
 // It runs requeue.lua calls of at most Options.BatchSize each; each call is atomic. IDs that
 // are not dead letters are skipped, and so are dead letters whose entry was trimmed from the
-// stream: they stay in the dead-letter stream.
+// stream: they stay in the dead-letter stream. Params that p.Validate refuses requeue nothing.
 func (b *Backend) RequeueDeadLetters(ctx context.Context, p *backend.RequeueParams) (int, error) {
 	if err := b.check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
+		return 0, err
+	}
+	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	k := b.groupKeys(p.Topic, p.Group)
@@ -95,8 +98,8 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *backend.RequeuePara
 	return total, nil
 }
 
-// PurgeDeadLetters deletes the group's dead letters given by p.IDs, or else the oldest (at
-// most p.Limit when it is positive), in purge.lua calls of at most Options.BatchSize each,
+// PurgeDeadLetters deletes the group's dead letters given by p.IDs, or with p.All the oldest
+// (at most p.Limit when it is positive), in purge.lua calls of at most Options.BatchSize each,
 // each atomic. IDs that are not dead letters of the group are skipped. With DeleteOnAck,
 // entries no other group needs go too.
 func (b *Backend) PurgeDeadLetters(ctx context.Context, p *backend.PurgeParams) (int, error) {

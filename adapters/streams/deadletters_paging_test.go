@@ -89,7 +89,7 @@ func TestDeadLetterPagesReturnEachOnceInOrderAtAnyOffset(t *testing.T) {
 	n, err := e.b.RequeueDeadLetters(e.Ctx, &backend.RequeueParams{Topic: "t", Group: "g", IDs: dead[100:150]})
 	require.NoError(t, err)
 	require.Equal(t, 50, n)
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g", Limit: 30})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g", All: true, Limit: 30})
 	require.NoError(t, err)
 	require.Equal(t, 30, n)
 	left := append(append([]string{}, dead[30:100]...), dead[150:]...)
@@ -119,7 +119,7 @@ func TestDeadLetterPagesReturnEachOnceInOrderAtAnyOffset(t *testing.T) {
 		e.Nack("t", "g", "c", 0, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
 	e.requireDeadOrder("t", "g")
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g"})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 240, n)
 	require.NotContains(t, e.Keys("t"), "g:g:dead_order")

@@ -112,7 +112,7 @@ func TestPurgeDeletesDeadLettersAndWithDeleteOnAckTheirEntries(t *testing.T) {
 	e.Ack("t", "other", "c", e.Claim("t", "other", "c", 2)...)
 	require.Equal(t, int64(2), e.xlen(k.topic.stream), "kept for a requeue while they are dead letters")
 
-	n, err := e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g"})
+	n, err := e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Zero(t, e.xlen(k.topic.stream))

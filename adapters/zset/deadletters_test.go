@@ -82,7 +82,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 		again = append(again, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true, Reason: "again"})
 	}
 	require.Equal(t, backend.NackResult{DeadLettered: 2}, e.Nack("t", "g", "c", 0, again...))
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g"})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"bodies", "g:g:counters", "g:g:wake", "g:other:queue", "meta", "refs", "zregistry"}, e.Keys("t"))
@@ -94,7 +94,7 @@ func TestDeadLetterListRequeueAndPurge(t *testing.T) {
 		last = append(last, backend.NackItem{ID: d.ID, Attempt: d.Attempt, DeadLetter: true})
 	}
 	require.Equal(t, 3, e.Nack("t", "other", "c", 0, last...).DeadLettered)
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "other"})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "other", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.Equal(t, []string{"g:g:counters", "g:g:wake", "g:other:counters", "meta", "zregistry"}, e.Keys("t"))
@@ -128,7 +128,7 @@ func TestRequeueAndPurgeWorkInBatches(t *testing.T) {
 		}
 	}
 	require.Equal(t, 5, e.Nack("t", "g", "c", 0, items...).DeadLettered)
-	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g"})
+	n, err = e.b.PurgeDeadLetters(e.Ctx, &backend.PurgeParams{Topic: "t", Group: "g", All: true})
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
 	require.Equal(t, []string{"g:g:counters", "g:g:wake", "meta", "zregistry"}, e.Keys("t"))

@@ -47,11 +47,15 @@ func DecodeDeadLetters(topic, group string, flat []any) []backend.DeadLetter {
 	return out
 }
 
-// Requeue runs the list and zset requeue.lua for p: with p.All, the batch oldest dead letters
-// per call until a call finds fewer; else p.IDs in chunks of batch. ARGV is batch, then the
-// ids (none: the oldest); the script returns {dead letters it looked at, requeued}. It returns
-// how many were requeued, those of the calls that succeeded included when one fails.
+// Requeue runs the list and zset requeue.lua for p, once p.Validate accepts it: with p.All,
+// the batch oldest dead letters per call until a call finds fewer; else p.IDs in chunks of
+// batch. ARGV is batch, then the ids (none: the oldest); the script returns {dead letters it
+// looked at, requeued}. It returns how many were requeued, those of the calls that succeeded
+// included when one fails.
 func Requeue(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, p *backend.RequeueParams) (int, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
 	total := 0
 	if p.All {
 		for {
@@ -80,19 +84,16 @@ func Requeue(ctx context.Context, client redis.Scripter, script *redis.Script, k
 	return total, nil
 }
 
-// Purge runs an adapter's purge.lua for p. By IDs: p.IDs in chunks of batch, each call with
-// ARGV batch, then extra, then the chunk; the script purges those that are dead letters and
-// returns how many. Else: ARGV n (at most batch) then extra, until a call deletes fewer than
-// it was asked to or p.Limit (when positive) are deleted. It returns how many were deleted in
-// all (so far, when a call fails).
+// Purge runs an adapter's purge.lua for p, once p.Validate accepts it. By IDs: p.IDs in
+// chunks of batch, each call with ARGV batch, then extra, then the chunk; the script purges
+// those that are dead letters and returns how many. With p.All: ARGV n (at most batch) then
+// extra, until a call deletes fewer than it was asked to or p.Limit (when positive) are
+// deleted. It returns how many were deleted in all (so far, when a call fails).
 func Purge(ctx context.Context, client redis.Scripter, script *redis.Script, keys []string, batch int, p *backend.PurgeParams, extra ...any) (int, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
 	limit := p.Limit
-	if limit < 0 {
-		return 0, &backend.ConfigError{Field: "PurgeParams.Limit", Reason: "must not be negative"}
-	}
-	if len(p.IDs) > 0 && limit != 0 {
-		return 0, &backend.ConfigError{Field: "PurgeParams.Limit", Reason: "must be 0 when IDs are given"}
-	}
 	total := 0
 	if len(p.IDs) > 0 {
 		for ids := range slices.Chunk(p.IDs, batch) {

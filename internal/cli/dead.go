@@ -315,7 +315,7 @@ counted for the question are deleted: one that arrives while it waits is kept.`,
 			what := purgeIDsWhat(ids)
 			if all {
 				// Only those counted here: a letter that dies while the question waits is kept.
-				p.Limit = int(total)
+				p.All, p.Limit = true, int(total)
 				what = "all " + num(total) + " dead letters"
 				if total == 1 {
 					what = "the 1 dead letter"

@@ -23,7 +23,8 @@ func (e *Engine) DeadLetters(ctx context.Context, p *backend.DeadLettersParams) 
 
 // RequeueDeadLetters moves the given dead letters (or all, with p.All) back to ready with
 // attempts reset, in requeue.lua calls of at most BatchSize ids each. Each call is atomic; a
-// large requeue is several. IDs that are not dead letters are skipped.
+// large requeue is several. IDs that are not dead letters are skipped. Params that
+// p.Validate refuses requeue nothing.
 func (e *Engine) RequeueDeadLetters(ctx context.Context, p *backend.RequeueParams) (int, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
@@ -31,9 +32,10 @@ func (e *Engine) RequeueDeadLetters(ctx context.Context, p *backend.RequeueParam
 	return backendkit.Requeue(ctx, e.client, e.scripts["requeue"], e.Keys(p.Topic, p.Group).all, e.store.BatchSize, p)
 }
 
-// PurgeDeadLetters deletes the group's dead letters given by p.IDs, or else the oldest (at
-// most p.Limit when it is positive), in purge.lua calls of at most BatchSize each, each atomic;
-// a body goes with the last group that held it. IDs that are not dead letters are skipped.
+// PurgeDeadLetters deletes the group's dead letters given by p.IDs, or with p.All the oldest
+// (at most p.Limit when it is positive), in purge.lua calls of at most BatchSize each, each
+// atomic; a body goes with the last group that held it. IDs that are not dead letters are
+// skipped. Params that p.Validate refuses delete nothing.
 func (e *Engine) PurgeDeadLetters(ctx context.Context, p *backend.PurgeParams) (int, error) {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group); err != nil {
 		return 0, err
