@@ -116,3 +116,8 @@ type LeaveParams struct {
 	Group    string
 	Consumer string
 }
+
+// LeaseDefault is the lease a Subscriber takes unless configured otherwise. Backends use it
+// for an entry they hold no lease record for (left by another client of the same group), so
+// that such an entry is reclaimed no sooner than a relq consumer's would be.
+const LeaseDefault = 30 * time.Second

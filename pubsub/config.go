@@ -14,7 +14,7 @@ const (
 	MaxMessageBytesDefault   = 1 << 20
 	ConcurrencyDefault       = 1
 	PrefetchDefault          = 10
-	LeaseDefault             = 30 * time.Second
+	LeaseDefault             = backend.LeaseDefault
 	MaxDeliveriesDefault     = 10
 	NackDelayMinDefault      = 100 * time.Millisecond
 	NackDelayMaxDefault      = 30 * time.Second

@@ -27,7 +27,7 @@ type Store struct {
 	// Name names the backend in errors: "list".
 	Name string
 	// Registry is the name of the topic's registry HASH (its key is T:<Registry>), distinct per
-	// backend so each one's Topics finds only its own topics.
+	// backend so each one's TopicNames finds only its own topics.
 	Registry string
 	// Legacy is the name of the same backend's layout-1 registry.
 	Legacy string

@@ -7,7 +7,6 @@ import (
 
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Ack runs ack.lua in calls of at most BatchSize items: each pending item leaves pending and
@@ -84,7 +83,7 @@ func (e *Engine) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backend
 	}
 	orphanLease := p.OrphanLease
 	if orphanLease <= 0 {
-		orphanLease = pubsub.LeaseDefault
+		orphanLease = backend.LeaseDefault
 	}
 	count := p.Count
 	if count <= 0 {
