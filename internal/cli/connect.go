@@ -80,11 +80,10 @@ type source struct {
 }
 
 // finder is what the tools need of a backend: the contract and the topic lookups, which
-// every adapter implements (adapters/*/topics.go).
+// every relq adapter implements.
 type finder interface {
 	backend.Backend
 	backend.TopicLister
-	HasTopic(ctx context.Context, topic string) (bool, error)
 }
 
 func (s *session) Close() {
