@@ -15,7 +15,7 @@
 //	T:bodies                    HASH    id -> encoded envelope, stored once for all groups
 //	T:refs                      HASH    id -> groups still holding it, only while more than one
 //	T:zregistry                 HASH    group -> "seq[:flags]": seq when it registered, flags
-//	                                    p (paused), e (ephemeral) (not "registry": see Topics)
+//	                                    p (paused), e (ephemeral) (not "registry": see TopicNames)
 //	T:ephemeral                 ZSET    ephemeral group -> its latest member's deadline (ms)
 //	T:trash                     ZSET    id -> when a deleted group's keys moved to T:trash:<id>:*
 //	T:backlog:queue, :ready     ZSET    what was published while the topic had no group,
