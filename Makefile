@@ -53,7 +53,7 @@ vet:
 	$(GO) vet ./...
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeEnvelope -fuzztime 60s ./pubsub/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeEnvelope -fuzztime 60s ./backend/
 
 demo:
 	$(GO) run ./cmd/relq demo
