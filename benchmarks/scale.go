@@ -26,7 +26,7 @@ type ScaleReport struct {
 	Delayed     int `json:"delayed"`
 	DeadLetters int `json:"dead_letters"`
 	Topics      int `json:"topics"`
-	// TopicsFound is what the backend's Topics listed in the last round.
+	// TopicsFound is what the backend's TopicNames listed in the last round.
 	TopicsFound int `json:"topics_found"`
 	// FillSeconds is how long building took.
 	FillSeconds float64 `json:"fill_seconds"`
@@ -75,7 +75,7 @@ const (
 // and held (long lease), ScaleDelayed messages delayed for hours, ScaleDeadLetters dead
 // letters and ScaleTopics topics with a group; then calls each hot or periodic path (publish,
 // claim, extend, ack, nack, dead-letter nack, reclaim, stats, dead-letter pages, requeue,
-// bounded purge, Topics) once per round, ScaleRounds rounds after one unrecorded warm-up
+// bounded purge, TopicNames) once per round, ScaleRounds rounds after one unrecorded warm-up
 // round (which loads the scripts), with SLOWLOG recording every command (CONFIG SET
 // slowlog-log-slower-than 0, restored after). It reports, per path, the slowest command its
 // calls sent: a script is one command, however much it does. SLOWLOG entries are told apart

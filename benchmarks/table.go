@@ -370,7 +370,7 @@ func (r *Report) writeScale(w io.Writer) error {
 			fmt.Fprintf(w, "  %s: %s\n", t.Name, t.Scale.Note)
 			continue
 		}
-		fmt.Fprintf(w, "  %s: slowest %sµs in %s: %s; filled in %.0fs; Topics listed %d\n", t.Name,
+		fmt.Fprintf(w, "  %s: slowest %sµs in %s: %s; filled in %.0fs; TopicNames listed %d\n", t.Name,
 			number(float64(t.Scale.Slowest.Micros)), t.Scale.Slowest.Op, strings.Join(t.Scale.Slowest.Command, " "),
 			t.Scale.FillSeconds, t.Scale.TopicsFound)
 	}

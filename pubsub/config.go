@@ -127,7 +127,7 @@ type SubscriberConfig struct {
 	// leases then expire and the messages are reclaimed. Defaults to CloseTimeoutDefault (30s).
 	CloseTimeout time.Duration
 	// RetryMin and RetryMax bound the capped exponential backoff between attempts while
-	// Redis is unreachable. Default to RetryMinDefault (50ms) and RetryMaxDefault (5s).
+	// Redis is unreachable. Default to RetryMinDefault (50ms) and RetryMaxDefault (1s).
 	RetryMin time.Duration
 	RetryMax time.Duration
 	// FromOldest makes a new group start from the oldest retained message on backends with

@@ -80,7 +80,7 @@ func (e *Engine) Topic(ctx context.Context, topic string) (backend.TopicInfo, er
 
 // ListGroups lists the groups registered on a topic, sorted by name, with their flags and an
 // ephemeral group's deadline; none for a topic without a group (only a backlog, or no key at
-// all), as Backend.Groups.
+// all), as Backend.GroupNames.
 func (e *Engine) ListGroups(ctx context.Context, topic string) ([]backend.GroupInfo, error) {
 	if err := e.Check(ctx, "topic", topic); err != nil {
 		return nil, err
