@@ -111,7 +111,7 @@ func (r *registry) known() []candidate {
 // restorable reports whether publish.lua may restore a group by r: a durable group of its
 // own, or a candidate, still trusted.
 func (r *registry) restorable(ttl time.Duration) bool {
-	return trusted(r.learned.Load(), ttl) && strings.Contains(r.durable, "1") || len(r.trustedCandidates(ttl)) > 0
+	return (trusted(r.learned.Load(), ttl) && strings.Contains(r.durable, "1")) || len(r.trustedCandidates(ttl)) > 0
 }
 
 // sweepRegistries drops the cached registries unused for registryIdle that can restore no
