@@ -26,8 +26,9 @@ test-faults: redis-server
 
 # The memory soak of soak/ at full scale (build tag soak_full): Watermill's CQRS with an event type
 # nobody handles, and request-reply with a shared reply topic and with a topic per request, 10,000
-# requests each on every backend; prints the table kept in docs/operations.md. `make test` runs
-# the same soak with 1,000 requests.
+# requests each on every backend, and 10,000 Subscribe/cancel cycles with ephemeral groups on
+# every backend; prints the tables kept in docs/operations.md and docs/reliability.md. `make test`
+# runs the same soak with 1,000 requests and 1,000 cycles.
 test-soak: redis-server
 	$(GO) test -tags soak_full -count=1 -timeout 60m -v -run . ./soak/
 

@@ -7,8 +7,8 @@ import (
 )
 
 // EvictionReader is implemented by backends that can read how their Redis evicts keys when it
-// is full. A Subscriber reads it once, at its first Subscribe, and logs an error when the
-// policy can delete queue keys; the relq CLI and the metrics collector report it too.
+// is full. A Subscriber reads it once, in the background after its first group registration,
+// and logs an error when the policy can delete queue keys; the relq CLI and the metrics collector report it too.
 type EvictionReader interface {
 	Eviction(ctx context.Context) (Eviction, error)
 }

@@ -39,7 +39,7 @@ func (s *Subscriber) register(ctx context.Context, topic, consumer string) error
 		err := call()
 		if err == nil {
 			r.ok()
-			s.eviction.Do(func() { s.warnEviction(ctx) })
+			s.checkEviction()
 			return nil
 		}
 		if permanent(err) {

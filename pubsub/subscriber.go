@@ -28,7 +28,12 @@ type Subscriber struct {
 	// membership, or Close does.
 	initialized map[string]bool
 
-	eviction sync.Once // warnEviction, at the first group registration
+	// alive ends when Close begins: it bounds the Subscriber's own work, which no caller's
+	// context may end (the eviction check).
+	alive context.Context
+	dying context.CancelFunc
+	// evictionChecked is set once the eviction check started (eviction.go).
+	evictionChecked bool
 }
 
 var (
@@ -59,10 +64,12 @@ func NewSubscriber(be backend.Backend, config SubscriberConfig, logger watermill
 		logger = watermill.NopLogger{}
 	}
 	logger = logger.With(watermill.LogFields{"backend": be.Name(), "group": config.Group, "consumer": config.Consumer})
-	return &Subscriber{
+	s := &Subscriber{
 		backend: be, ephemeral: ephemeral, config: config, logger: logger,
 		closing: make(chan struct{}), initialized: map[string]bool{},
-	}, nil
+	}
+	s.alive, s.dying = context.WithCancel(context.Background())
+	return s, nil
 }
 
 // Subscribe registers the subscriber's group on topic (waiting, with backoff, while Redis is
@@ -151,13 +158,15 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 // ends at once), releases prefetched messages back to ready at once (not counted as an
 // attempt), cancels the contexts of messages in flight and waits up to CloseTimeout for their
 // handlers to ack or nack, flushes acks, leaves the ephemeral group, and closes the output
-// channels. It is safe while nobody reads an output channel, idempotent, and returns once
-// every subscription has finished. Later Subscribe calls fail with ErrClosed.
+// channels. It ends the eviction check if that still runs. It is safe while nobody reads an
+// output channel, idempotent, and returns once every subscription has finished. Later
+// Subscribe calls fail with ErrClosed.
 func (s *Subscriber) Close() error {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
 		close(s.closing)
+		s.dying()
 	}
 	initialized := s.initialized
 	s.initialized = nil

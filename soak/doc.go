@@ -5,6 +5,11 @@
 // may grow with the number of requests (issue 13's lifecycle rules: the bounded backlog,
 // ephemeral groups, topics that leave no keys).
 //
-// `make test` runs a short variant; `make test-soak` runs 10,000 requests per pattern and
-// backend and prints the table kept in docs/operations.md.
+// The churn test runs Subscribe/cancel cycles with ephemeral groups and watches the process
+// instead: its heap after GC, its goroutines, and Redis's key count (docs/reliability.md,
+// "Subscriptions that come and go").
+//
+// `make test` runs a short variant of both (1,000 requests, 1,000 cycles); `make test-soak`
+// runs 10,000 requests per pattern and backend and 10,000 cycles per backend, and prints the
+// tables kept in docs/operations.md and docs/reliability.md.
 package soak

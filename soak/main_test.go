@@ -8,5 +8,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	redistest.Main(m, func() { printTable(os.Stdout) })
+	redistest.Main(m, func() {
+		printTable(os.Stdout)
+		printChurn(os.Stdout)
+	})
 }

@@ -43,14 +43,14 @@ func (e *Engine) Claim(ctx context.Context, p *backend.ClaimParams, maxBlock tim
 		} else {
 			c, err := e.ClaimOnce(ctx, p, sleeps)
 			if err != nil {
-				e.idle.Busy(p.Topic, p.Group, p.Consumer) // a Redis back from a restart is probed at once
+				e.idle.Forget(p.Topic, p.Group, p.Consumer) // a Redis back from a restart is probed at once
 				return nil, err
 			}
 			if c.Paused {
 				return e.sleepPaused(ctx, p, end)
 			}
 			if len(c.Deliveries) > 0 || p.Block <= 0 {
-				e.idle.Busy(p.Topic, p.Group, p.Consumer)
+				e.idle.Forget(p.Topic, p.Group, p.Consumer)
 				return c.Deliveries, nil
 			}
 			e.idle.Found(p.Topic, p.Group, p.Consumer, c.Wait)
@@ -62,8 +62,12 @@ func (e *Engine) Claim(ctx context.Context, p *backend.ClaimParams, maxBlock tim
 		if maxBlock > 0 {
 			w = min(w, maxBlock)
 		}
-		if w <= 0 || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			e.idle.Forget(p.Topic, p.Group, p.Consumer) // a cancelled Claim is most often a subscription's end
 			return nil, ctx.Err()
+		}
+		if w <= 0 {
+			return nil, nil
 		}
 		ds, woken, err := wait(ctx, p, count, w, dueIn)
 		switch {
@@ -72,16 +76,16 @@ func (e *Engine) Claim(ctx context.Context, p *backend.ClaimParams, maxBlock tim
 		case err != nil:
 			// The wait failed (Redis restarted, say): the next Claim runs the claim script, which
 			// finds at once a group that vanished with the restart.
-			e.idle.Busy(p.Topic, p.Group, p.Consumer)
+			e.idle.Forget(p.Topic, p.Group, p.Consumer)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, err
 		case len(ds) > 0:
-			e.idle.Busy(p.Topic, p.Group, p.Consumer)
+			e.idle.Forget(p.Topic, p.Group, p.Consumer)
 			return ds, nil
 		case woken:
-			e.idle.Busy(p.Topic, p.Group, p.Consumer)
+			e.idle.Forget(p.Topic, p.Group, p.Consumer)
 		case !time.Now().Before(end):
 			return nil, nil // Block is over; the next Claim starts with claim.lua, or skips it
 		}
@@ -92,7 +96,7 @@ func (e *Engine) Claim(ctx context.Context, p *backend.ClaimParams, maxBlock tim
 // sleepPaused waits until end (a paused group's claim's Block) or ctx's end, and returns
 // nothing. The consumer's next Claim runs the claim script, which sees a resume.
 func (e *Engine) sleepPaused(ctx context.Context, p *backend.ClaimParams, end time.Time) ([]backend.Delivery, error) {
-	e.idle.Busy(p.Topic, p.Group, p.Consumer)
+	e.idle.Forget(p.Topic, p.Group, p.Consumer)
 	t := time.NewTimer(time.Until(end))
 	defer t.Stop()
 	select {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -65,6 +66,10 @@ type Engine struct {
 
 	// registries caches each topic's registry for Publish.
 	registries sync.Map // topic -> *registry
+	// registryIdle is registryIdle (tests shorten it); registriesSwept is when the last sweep
+	// of registries began (unix ns).
+	registryIdle    time.Duration
+	registriesSwept atomic.Int64
 	// regained keeps the largest re-registration count seen of each group registered again
 	// (RegisterAgain): one entry per group that vanished, until the group is deleted.
 	regained sync.Map // topic + "\x00" + group -> int64
@@ -77,7 +82,7 @@ func New(client redis.UniversalClient, prefix string, store Store) *Engine {
 	e := &Engine{client: client, prefix: prefix, store: store,
 		lanes: backendkit.NewLanes(), waits: backendkit.NewWaits(client),
 		backlogLimit: backend.BacklogLimitDefault, backlogTTL: backend.BacklogTTLDefault,
-		tombstoneTTL: backend.TombstoneTTLDefault}
+		tombstoneTTL: backend.TombstoneTTLDefault, registryIdle: registryIdle}
 	e.scripts = map[string]*redis.Script{}
 	for _, verb := range []string{"publish", "ensuregroup", "claim", "ack", "nack", "extend", "reclaim",
 		"stats", "deadletters", "requeue", "purge", "inject",

@@ -42,10 +42,12 @@ func (e *Engine) Join(ctx context.Context, p *backend.JoinParams) error {
 // Leave ends p.Consumer's membership; the last member's Leave deletes the group as
 // DeleteGroup does (deletegroup.lua in mode leave: atomic with a concurrent Join). Leaving a
 // group that is no longer registered does nothing; a durable group: backend.ErrNotEphemeral.
+// The consumer's idle state is forgotten: a consumer name lives as long as its subscription.
 func (e *Engine) Leave(ctx context.Context, p *backend.LeaveParams) error {
 	if err := e.Check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
 		return err
 	}
+	e.idle.Forget(p.Topic, p.Group, p.Consumer) // the consumer's subscription ended
 	status, err := e.deleteGroup(ctx, p.Topic, p.Group, modeLeave, p.Consumer, -1)
 	if err == nil && status == statusDurable {
 		err = fmt.Errorf("%s: %w", e.store.Name, backend.ErrNotEphemeral)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/relq/relq/backend"
 )
@@ -49,4 +51,22 @@ func (e *Engine) TrashKey(topic string) string { return e.topicKeys(topic).trash
 func (e *Engine) DeleteGroupSteps(ctx context.Context, topic, group string, steps int) error {
 	_, err := e.deleteGroup(ctx, topic, group, modeAny, "", steps)
 	return err
+}
+
+// IdleConsumers counts the consumers whose idle state the engine keeps.
+func (e *Engine) IdleConsumers() int { return count(&e.idle.m) }
+
+// CachedTopics counts the topics whose registry the engine caches.
+func (e *Engine) CachedTopics() int { return count(&e.registries) }
+
+// SetRegistryIdle sets how long a cached registry that can restore no group stays unused.
+func (e *Engine) SetRegistryIdle(d time.Duration) { e.registryIdle = d }
+
+func count(m *sync.Map) int {
+	n := 0
+	m.Range(func(any, any) bool {
+		n++
+		return true
+	})
+	return n
 }

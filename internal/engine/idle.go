@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relq/relq/internal/backendkit"
@@ -18,9 +19,13 @@ const IdleProbe = backendkit.IdleProbe
 
 // Idle remembers which consumers found nothing at their last claim, so their next Claims can
 // skip the claim script until IdleProbe passes or a due time they know of comes. One entry per
-// consumer that is idle; the zero value is ready to use.
+// consumer that was idle within the last IdleProbe: a consumer name lives as long as its
+// subscription, so an entry is forgotten when its consumer leaves (Forget), when its Claim is
+// cancelled, and otherwise once it is older than IdleProbe, when it can skip nothing any more
+// (a sweep, at most once per IdleProbe). The zero value is ready to use.
 type Idle struct {
-	m sync.Map // idleKey -> idleState
+	m     sync.Map     // idleKey -> idleState
+	swept atomic.Int64 // when the last sweep began (unix ns)
 }
 
 type idleKey struct{ topic, group, consumer string }
@@ -57,9 +62,28 @@ func (i *Idle) Found(topic, group, consumer string, wait time.Duration) {
 		s.due = s.probed.Add(wait)
 	}
 	i.m.Store(idleKey{topic, group, consumer}, s)
+	i.sweep(s.probed)
 }
 
-// Busy forgets consumer's idle state: it claimed something, or was woken.
-func (i *Idle) Busy(topic, group, consumer string) {
+// Forget drops consumer's idle state: it claimed something, was woken, or its subscription
+// ended.
+func (i *Idle) Forget(topic, group, consumer string) {
 	i.m.Delete(idleKey{topic, group, consumer})
+}
+
+// sweep drops the entries that can skip nothing any more (Skip is false once IdleProbe
+// passed), at most once per IdleProbe: those of consumers whose subscription ended between
+// two Claims, which nothing else would forget. The entries are at most those of one
+// IdleProbe's idle consumers, so its cost per Found stays constant on average.
+func (i *Idle) sweep(now time.Time) {
+	last := i.swept.Load()
+	if now.UnixNano()-last < int64(IdleProbe) || !i.swept.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	i.m.Range(func(k, v any) bool {
+		if now.Sub(v.(idleState).probed) >= IdleProbe {
+			i.m.CompareAndDelete(k, v) // not one a Found stored meanwhile
+		}
+		return true
+	})
 }

@@ -17,6 +17,13 @@ import (
 // on every publish would make concurrent publishers of a topic contend for one cache line.
 const confirmEvery = time.Second
 
+// registryIdle is how long a cached registry that can restore no group stays cached unused:
+// a topic this process published to once (a reply topic) is forgotten a minute or two later,
+// and its groups' ends in other processes with it; publishing to it again costs one more
+// round trip to learn it. A registry that can restore a durable group is kept while it is
+// trusted (TombstoneTTL after its last use), since that is what it is kept for.
+const registryIdle = time.Minute
+
 // registry is a topic's registered groups as Publish last saw them, with their version.
 //
 // It also keeps what a publisher needs to restore groups that vanished from Redis without a
@@ -101,6 +108,31 @@ func (r *registry) known() []candidate {
 	return append(out, r.candidates...)
 }
 
+// restorable reports whether publish.lua may restore a group by r: a durable group of its
+// own, or a candidate, still trusted.
+func (r *registry) restorable(ttl time.Duration) bool {
+	return (trusted(r.learned.Load(), ttl) && strings.Contains(r.durable, "1")) || len(r.trustedCandidates(ttl)) > 0
+}
+
+// sweepRegistries drops the cached registries unused for registryIdle that can restore no
+// group (their topics' groups may have ended in another process, which this one would
+// never learn), at most once per registryIdle. Only remember adds an entry, and it calls
+// this, so the cache holds the topics published to within about two registryIdle, and those
+// it keeps to restore groups.
+func (e *Engine) sweepRegistries(now int64) {
+	last := e.registriesSwept.Load()
+	if now-last < int64(e.registryIdle) || !e.registriesSwept.CompareAndSwap(last, now) {
+		return
+	}
+	e.registries.Range(func(topic, v any) bool {
+		reg := v.(*registry)
+		if now-reg.learned.Load() >= int64(e.registryIdle) && !reg.restorable(e.tombstoneTTL) {
+			e.registries.CompareAndDelete(topic, reg) // not one remembered meanwhile
+		}
+		return true
+	})
+}
+
 // cached returns the registry Publish last saw on topic, or version "0" with no group.
 func (e *Engine) cached(topic string) *registry {
 	if v, ok := e.registries.Load(topic); ok {
@@ -150,6 +182,7 @@ func (e *Engine) remember(topic string, reply []any) (*registry, error) {
 		}
 	}
 	e.registries.Store(topic, reg)
+	e.sweepRegistries(reg.learned.Load())
 	return reg, nil
 }
 
