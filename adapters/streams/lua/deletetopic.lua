@@ -1,4 +1,4 @@
--- droptopic.lua: delete every key of a topic: its stream (with every consumer group on it,
+-- deletetopic.lua: delete every key of a topic: its stream (with every consumer group on it,
 -- another program's too), relq's keys of the topic and of each group, and the tombs of
 -- unfinished group deletes. The caller read the groups to name their keys; if the stream or
 -- the deleting SET names a group it did not pass, nothing is deleted and it reads again.

@@ -1,4 +1,4 @@
--- unregister.lua: delete a group. It is unregistered at once (XGROUP DESTROY, and every key of
+-- deletegroup.lua: delete a group. It is unregistered at once (XGROUP DESTROY, and every key of
 -- relq's for it unlinked), so that publishes stop reaching it, its claims fail and a new group
 -- of its name starts empty; its dead letters' references (dead_refs) are released here when
 -- there are at most N of them, else its dead-letter stream moves to its tomb (dead_gone, the
