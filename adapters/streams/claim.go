@@ -24,7 +24,7 @@ import (
 //
 // When the XREAD times out at the end of p.Block, Claim returns nothing without running
 // claim.lua again, and the consumer's next Claims go straight to the XREAD until idleProbe
-// (2s) has passed since claim.lua last found nothing, or a retry it reported is due:
+// (1 s) has passed since claim.lua last found nothing, or a retry it reported is due:
 // whatever becomes claimable meanwhile wakes the XREAD anyway. So an idle consumer sends one
 // XREAD per Block and one claim.lua per probe.
 //

@@ -127,7 +127,7 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	}
 	tk := b.topicKeys(topic)
 	for range 10 {
-		names, err := b.groupsToDrop(ctx, tk)
+		names, err := b.groupsToDelete(ctx, tk)
 		if err != nil {
 			return err
 		}
@@ -152,9 +152,9 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	return fmt.Errorf("streams: delete topic %q: its groups kept changing", topic)
 }
 
-// groupsToDrop lists the groups whose keys DeleteTopic unlinks: those of the stream and those
+// groupsToDelete lists the groups whose keys DeleteTopic unlinks: those of the stream and those
 // whose delete is unfinished.
-func (b *Backend) groupsToDrop(ctx context.Context, tk topicKeys) ([]string, error) {
+func (b *Backend) groupsToDelete(ctx context.Context, tk topicKeys) ([]string, error) {
 	var names []string
 	infos, err := b.client.XInfoGroups(ctx, tk.stream).Result()
 	if err != nil && !isNoSuchKey(err) {

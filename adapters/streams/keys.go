@@ -148,11 +148,6 @@ func (k groupKeys) statsKeys() []string {
 		k.marks}
 }
 
-func (k groupKeys) cleanupKeys() []string {
-	return []string{k.topic.stream, k.retry, k.pendingAt, k.leases, k.wake, k.reclaimFrom,
-		k.counters, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
-}
-
 func (k groupKeys) injectKeys() []string {
 	return []string{k.topic.stream, k.topic.published, k.counters}
 }

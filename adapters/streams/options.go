@@ -70,8 +70,7 @@ type Options struct {
 	MaxAge time.Duration
 	// BatchSize bounds the work of one script call where the caller gives no bound: unread
 	// entries scanned per claim, expired leases per Reclaim, dead letters requeued or purged
-	// per round trip, entries moved per CleanupConsumers round trip. Defaults to
-	// BatchSizeDefault (1000).
+	// per round trip. Defaults to BatchSizeDefault (1000).
 	BatchSize int
 	// ConsumerIdleTimeout: Reclaim removes a group's consumers that have nothing pending and
 	// have not read for this long, so that consumer names of stopped processes do not pile up.

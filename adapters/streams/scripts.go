@@ -26,7 +26,6 @@ var (
 	requeueScript     = script("requeue")
 	purgeScript       = script("purge")
 	statsScript       = script("stats")
-	cleanupScript     = script("cleanup")
 	injectScript      = script("inject")
 	joinScript        = script("join")
 	deleteGroupScript = script("deletegroup")
