@@ -26,6 +26,9 @@ type idleState struct {
 	last   string    // the stream position to XREAD after
 	fresh  bool      // no entry of the stream ended a wait since claim.lua returned last
 	wake   string    // the wake-up stream's position to XREAD after; "": unknown
+	// indexed is when claim.lua last put the consumer in the group's quiet index; the next
+	// one does again after half the quiet period (see Options.ConsumerIdleTimeout).
+	indexed time.Time
 }
 
 // skips reports whether a Claim at now may go straight to the XREAD: the probe is not due

@@ -25,7 +25,7 @@ func TestOptions(t *testing.T) {
 	b, err := New(c, Options{})
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, Format: FormatNative, Retention: RetainUntilTrimmed,
-		BatchSize: BatchSizeDefault, ConsumerIdleTimeout: ConsumerIdleTimeoutDefault,
+		BatchSize:    BatchSizeDefault,
 		BacklogLimit: backend.BacklogLimitDefault, BacklogTTL: backend.BacklogTTLDefault,
 		TombstoneTTL: backend.TombstoneTTLDefault, BacklogFull: backend.BacklogDropOldest}, b.opts)
 	require.Equal(t, "streams", b.Name())

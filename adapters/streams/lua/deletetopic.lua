@@ -8,7 +8,7 @@
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
 -- KEYS[9] -> the topic's tombs (ZSET), which is kept
--- KEYS[10..] -> the own keys (lib.lua's group_keys) of each group of ARGV, 12 per group
+-- KEYS[10..] -> the own keys (lib.lua's group_keys) of each group of ARGV, 14 per group
 -- ARGV[1] -> the tombstones' life in ms
 -- ARGV[2..] -> the groups
 -- Returns the number of keys deleted (the tombstones not counted), or -1 when the groups
