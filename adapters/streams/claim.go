@@ -42,6 +42,13 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 	count := max(p.Count, 1)
 	k := b.groupKeys(p.Topic, p.Group)
 	key := idleKey{p.Topic, p.Group, p.Consumer}
+	defer func() {
+		// A Claim that its context ended is most often a subscription's last: what it knew
+		// of the consumer goes with it.
+		if ctx.Err() != nil {
+			b.idle.forget(key)
+		}
+	}()
 	end := time.Now().Add(p.Block)
 	st, idle := b.idle.load(key)
 	skip := idle && p.Block > 0 && st.skips(time.Now())

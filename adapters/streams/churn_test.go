@@ -1,0 +1,89 @@
+package streams
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/relq/relq/backend"
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+// idleEntries counts what the backend remembers of idle consumers.
+func idleEntries(b *Backend) int {
+	n := 0
+	b.idle.m.Range(func(any, any) bool {
+		n++
+		return true
+	})
+	return n
+}
+
+// Whatever a subscription leaves in the backend goes when it ends: 25 subscriptions, each
+// receiving a message, waiting idle in its claim and then cancelled, leave no idle state in
+// the process, and a Reclaim once they are quiet deletes their consumer names from the group.
+func TestSubscribeCancelCyclesLeaveNoStateBehind(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
+	pub, err := pubsub.NewPublisher(e.b, pubsub.PublisherConfig{}, nil)
+	require.NoError(t, err)
+	sub, err := pubsub.NewSubscriber(e.b, pubsub.SubscriberConfig{Group: "g"}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sub.Close()) })
+
+	const cycles = 25
+	for i := range cycles {
+		ctx, cancel := context.WithCancel(e.Ctx)
+		msgs, err := sub.Subscribe(ctx, "t")
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("t", message.NewMessage(watermill.NewUUID(), []byte("x"))))
+		select {
+		case m := <-msgs:
+			m.Ack()
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "no message", "cycle %d", i)
+		}
+		require.Eventually(t, func() bool { return idleEntries(e.b) == 1 }, 10*time.Second, time.Millisecond,
+			"cycle %d: the subscription should wait idle in its claim", i)
+		cancel()
+		for range msgs { // closed once the subscription has ended
+		}
+		require.Zero(t, idleEntries(e.b), "cycle %d: the ended subscription's idle state should be gone", i)
+	}
+
+	// Every consumer holds nothing, and is quiet a millisecond after its last claim.
+	require.Eventually(t, func() bool {
+		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+		require.NoError(t, err)
+		cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
+		require.NoError(t, err)
+		return len(cs) == 0 && res.NextExpiry == 0
+	}, 10*time.Second, time.Millisecond, "the consumers of ended subscriptions should be deleted, and no holder left")
+	k := e.gk("t", "g")
+	for _, key := range []string{k.holders, k.quiet, k.leases} {
+		require.Zero(t, e.C.Exists(e.Ctx, key).Val(), key)
+	}
+}
+
+// A subscription that ends between two Claims leaves its entry behind; the next store after
+// idleStale drops every entry no Claim used for that long, and keeps the others.
+func TestIdleStateUnusedForIdleStaleIsDropped(t *testing.T) {
+	t.Parallel()
+	var i idleConsumers
+	old, live := idleKey{"t", "g", "ended"}, idleKey{"t", "g", "live"}
+	i.m.Store(old, idleState{used: time.Now().Add(-idleStale)})
+	i.store(live, idleState{last: "1-0"})
+	_, ok := i.load(old)
+	require.False(t, ok, "unused for idleStale")
+	st, ok := i.load(live)
+	require.True(t, ok)
+	require.Equal(t, "1-0", st.last)
+
+	i.m.Store(old, idleState{used: time.Now().Add(-idleStale)})
+	i.store(live, idleState{last: "2-0"})
+	_, ok = i.load(old)
+	require.True(t, ok, "one pass per idleStale at most")
+}
