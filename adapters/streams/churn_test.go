@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -86,4 +87,39 @@ func TestIdleStateUnusedForIdleStaleIsDropped(t *testing.T) {
 	i.store(live, idleState{last: "2-0"})
 	_, ok = i.load(old)
 	require.True(t, ok, "one pass per idleStale at most")
+}
+
+// Reclaim deletes at most reclaimStep quiet consumers per call, and reports more while it
+// meets that many, so that the reclaim loop goes on at once: no call reads every consumer
+// the group has had.
+func TestReclaimDeletesQuietConsumersAStepPerCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
+	e.EnsureGroup("t", "g")
+	n := 2*reclaimStep + 10
+	e.Publish("t", payloads("x", n)...)
+	for i := range n {
+		consumer := "c" + strconv.Itoa(i)
+		e.Ack("t", "g", consumer, e.Claim("t", "g", consumer, 1)...)
+	}
+	consumers := func() int {
+		cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
+		require.NoError(t, err)
+		return len(cs)
+	}
+	require.Equal(t, n, consumers())
+	require.Eventually(t, func() bool { // quiet a millisecond after its claim
+		return e.C.ZCount(e.Ctx, e.gk("t", "g").quiet, "-inf", strconv.FormatInt(time.Now().UnixMilli()-5, 10)).Val() == int64(n)
+	}, 10*time.Second, time.Millisecond)
+
+	for _, left := range []int{n - reclaimStep, n - 2*reclaimStep} {
+		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+		require.NoError(t, err)
+		require.Equal(t, time.Millisecond, res.NextExpiry, "a full step: more may be quiet")
+		require.Equal(t, left, consumers())
+	}
+	res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+	require.NoError(t, err)
+	require.Zero(t, res.NextExpiry)
+	require.Zero(t, consumers())
 }

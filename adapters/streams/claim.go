@@ -62,7 +62,7 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 			}
 			wait = min(wait, left)
 		} else {
-			known, askWake, index := "", "1", "1"
+			known, askWake := "", "1"
 			if idle {
 				if st.fresh {
 					known = st.last
@@ -70,16 +70,10 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 				if st.wake != "" {
 					askWake = "0"
 				}
-				if time.Since(st.indexed) < b.quietPeriod(p.Lease)/2 {
-					index = "0"
-				}
-			}
-			if b.opts.ConsumerIdleTimeout < 0 {
-				index = "0"
 			}
 			res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
 				p.Group, p.Consumer, ParkedConsumer, count, backendkit.Millis(p.Lease), max(count, b.opts.BatchSize),
-				known, askWake, p.Topic, b.deleteOnAck(), b.opts.quietMs(), index).Slice()
+				known, askWake, p.Topic, b.deleteOnAck(), b.opts.quietMs()).Slice()
 			if err != nil {
 				b.idle.forget(key)
 				if groupGone(err) {
@@ -103,10 +97,7 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 				continue // the script stopped at its bound or dropped stale retries: go on at once
 			}
 			now := time.Now()
-			next := idleState{probed: now, fresh: true, wake: st.wake, indexed: st.indexed}
-			if index == "1" {
-				next.indexed = now
-			}
+			next := idleState{probed: now, fresh: true, wake: st.wake}
 			next.last, _ = res[1].(string)
 			if w, _ := res[2].(string); w != "" {
 				next.wake = w
@@ -153,15 +144,6 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 		}
 		// Woken, at a due time, or at the probe: claim again.
 	}
-}
-
-// quietPeriod is how long a consumer may go without a claim before Reclaim counts it as
-// quiet: Options.ConsumerIdleTimeout, or lease.
-func (b *Backend) quietPeriod(lease time.Duration) time.Duration {
-	if t := b.opts.ConsumerIdleTimeout; t > 0 {
-		return t
-	}
-	return lease
 }
 
 // pausedReply is claim.lua's wait on a paused group.

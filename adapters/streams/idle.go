@@ -35,9 +35,6 @@ type idleState struct {
 	fresh  bool      // no entry of the stream ended a wait since claim.lua returned last
 	wake   string    // the wake-up stream's position to XREAD after; "": unknown
 	used   time.Time // when a Claim last stored it
-	// indexed is when claim.lua last put the consumer in the group's quiet index; the next
-	// one does again after half the quiet period (see Options.ConsumerIdleTimeout).
-	indexed time.Time
 }
 
 // skips reports whether a Claim at now may go straight to the XREAD: the probe is not due

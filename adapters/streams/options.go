@@ -69,14 +69,15 @@ type Options struct {
 	// entries scanned per claim, expired leases per Reclaim, dead letters requeued or purged
 	// per round trip. Defaults to BatchSizeDefault (1000).
 	BatchSize int
-	// ConsumerIdleTimeout is how long a consumer that relq's claims made may go without a
-	// claim before it counts as quiet: Reclaim deletes quiet consumers that hold nothing
-	// (XGROUP DELCONSUMER; one that holds entries stays until they are acked or reclaimed), so
-	// that the consumer names of ended subscriptions and stopped processes do not pile up. A
-	// running subscription claims at least once a second, idle or not, and a consumer deleted
-	// while idle is made again by its next claim. Defaults to 0: the consumer's lease
-	// (ClaimParams.Lease, the subscriber's Lease); -1 (any negative) keeps every consumer.
-	// Consumers of other programs (watermill-redisstream's) are never deleted.
+	// ConsumerIdleTimeout is how long after its last claim that took messages a consumer
+	// counts as quiet: Reclaim deletes quiet consumers that hold nothing (XGROUP DELCONSUMER;
+	// one that holds entries stays until they are acked or reclaimed), so that the consumer
+	// names of ended subscriptions and stopped processes do not pile up. A running
+	// subscription's consumer deleted while idle is made again by its next claim that takes a
+	// message (Redis makes a consumer only then), and nothing of it is lost: it held nothing.
+	// Defaults to 0: the consumer's lease (ClaimParams.Lease, the subscriber's Lease); -1 (any
+	// negative) keeps every consumer. Consumers of other programs (watermill-redisstream's)
+	// are never deleted.
 	ConsumerIdleTimeout time.Duration
 	// BacklogLimit bounds a topic's backlog (what is published while the stream has no
 	// group): each such publish keeps the newest that many entries (XTRIM MAXLEN =, exact; a

@@ -111,4 +111,4 @@ const reclaimWindow = 100
 
 // reclaimStep is the most consumers a Reclaim looks at in each of its indexes: holders that
 // are due, and quiet consumers to delete.
-const reclaimStep = 100
+const reclaimStep = 50

@@ -19,9 +19,11 @@
 -- attempt count for the due retries, one ZADD of pending_at, and one PTTL of the stream (see
 -- keep_ttl). A claim of an idle consumer (no retry, nothing unread) runs three commands: the
 -- SISMEMBER of the paused groups, that ZRANGE and the XREADGROUP; TIME only when a retry or
--- an entry needs it or ARGV[12] asks for the quiet index (TIME, ZADD, PTTL), XINFO GROUPS only
--- when the caller knows no position. A claim that takes entries adds two ZADDs: the
--- consumer's place in holders (LT: the earliest lease it may hold) and in quiet.
+-- an entry needs it, XINFO GROUPS only when the caller knows no position. A claim that takes
+-- entries adds two ZADDs: the consumer's place in holders (LT: the earliest lease it may hold)
+-- and in quiet. Only such a claim makes the consumer in the group (an XREADGROUP that reads
+-- nothing makes none), so only it indexes the consumer: one deleted while idle is made and
+-- indexed again by its next claim that takes something.
 --
 -- KEYS[1] -> stream (STREAM)
 -- KEYS[2] -> retry (ZSET padded id -> due ms) the group's parked deliveries
@@ -55,8 +57,6 @@
 -- ARGV[10] -> '1': delete-on-ack retention (for entries deleted unread)
 -- ARGV[11] -> quiet period in ms: a consumer that claims nothing for that long counts as quiet
 --             (-1: consumers are kept, none is indexed)
--- ARGV[12] -> '1' to index the consumer in quiet even when it claims nothing (the caller
---             asks once per half quiet period of an idle consumer)
 -- Returns {wait, last, wake, id1, attempt1, fields1, id2, ...}: with nothing claimed, wait is
 -- the ms until the earliest retry is due (-1: none, 0: call again at once), last a stream
 -- position after which a new entry is worth waiting for (XREAD BLOCK; no unread entry lies
@@ -266,12 +266,6 @@ if #at > 0 then
   redis.call('HINCRBY', k.counters, 'claimed', #at / 2)
   keep_ttl(k, {k.leases, k.pending, k.retry, k.holders, k.quiet})
   return out
-end
--- The XREADGROUP made the consumer if it was not, so the quiet index must know it. Its first
--- write was the XREADGROUP, so a full Redis does not refuse the ZADD; pcall all the same.
-if ARGV[12] == '1' and quiet_ms >= 0 then
-  redis.pcall('ZADD', k.quiet, clock() + quiet_ms, consumer)
-  keep_ttl(k, {k.quiet})
 end
 if #park_ids > 0 then keep_ttl(k, {k.retry}) end
 if again then

@@ -28,12 +28,13 @@
 -- the call that reads it judges its entries and scores it.
 --
 -- quiet (ZSET consumer -> ms) holds the consumers relq's claims made, scored by when they
--- count as quiet: their last claim plus the quiet period (ARGV[7]: Options.ConsumerIdleTimeout,
--- or the consumer's lease). Each call takes up to S quiet ones: one that holds nothing is
--- deleted (XGROUP DELCONSUMER, which would drop PEL entries: only with none), with its lease
--- and walk; one that holds entries is made due in holders and looked at again a quiet period
--- later. A live subscription claims (or probes) at least once a second, and its claim.lua
--- indexes it again; one deleted while idle is made again by its next XREADGROUP.
+-- count as quiet: their last claim that took entries plus the quiet period (ARGV[7]:
+-- Options.ConsumerIdleTimeout, or the consumer's lease). Each call takes up to S quiet ones:
+-- one that holds nothing is deleted (XGROUP DELCONSUMER, which would drop PEL entries: only
+-- with none), with its lease and walk; one that holds entries is made due in holders and
+-- looked at again a quiet period later. A live subscription's consumer deleted while idle is
+-- made and indexed again by its next claim that takes entries (an XREADGROUP that reads
+-- nothing makes no consumer).
 --
 -- The next expiry is the lowest score in holders after the call. A call that found expired
 -- entries in a walk that it did not read whole, stopped at N, left a holder due, or met S
@@ -160,6 +161,7 @@ end
 -- then scored by the earliest lease it read that is still running, or dropped from holders
 -- when its whole PEL was read and nothing of it is leased any more.
 local due = redis.call('ZRANGEBYSCORE', k.holders, '-inf', now, 'LIMIT', 0, step)
+local emptied = {} -- holders read whole and found to hold nothing once this call parks
 if #due > 0 then
   local leases = call_ids('HMGET', k.leases, {}, due)
   local from = call_ids('HMGET', k.reclaim_from, {}, due)
@@ -197,6 +199,7 @@ if #due > 0 then
     end
     if ended and not from[i] and not h.soonest then
       empty[#empty + 1] = name -- holds nothing, or only what this call parks
+      emptied[name] = true
     else
       scores[#scores + 1] = (going or stopped) and now or now + (h.soonest or 0)
       scores[#scores + 1] = name
@@ -244,7 +247,7 @@ if quiet_ms >= 0 then
   local qleases = {}
   if quiet_ms == 0 and #q > 0 then qleases = call_ids('HMGET', k.leases, {}, q) end
   for i, name in ipairs(q) do
-    if redis.call('XPENDING', k.stream, k.group, '-', '+', 1, name)[1] then
+    if not emptied[name] and redis.call('XPENDING', k.stream, k.group, '-', '+', 1, name)[1] then
       later[#later + 1] = now + (quiet_ms > 0 and quiet_ms or tonumber(qleases[i] or orphan))
       later[#later + 1] = name
       hold[#hold + 1] = now
