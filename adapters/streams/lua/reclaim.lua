@@ -95,10 +95,6 @@ if redis.call('EXISTS', k.ephemeral, k.deleting) > 0 then
   unfinished = redis.call('SRANDMEMBER', k.deleting) or ''
 end
 
--- The group must exist: one XPENDING of the PEL's first entry, which fails without it.
-local probe = redis.pcall('XPENDING', k.stream, k.group, '-', '+', 1)
-if type(probe) ~= 'table' or probe.err then return {0, 0, 0, -1, 0, expired, unfinished} end
-
 local removed, next_expiry, more = 0, -1, 0
 local handled, park_ids, park_at, dead = {}, {}, {}, {}
 local walked = false
@@ -133,9 +129,11 @@ end
 -- parking consumer's field of reclaim_from: it has no walk of its own), finds holders that no
 -- relq claim indexed (another program's consumers, or an index lost by hand) and makes them
 -- due: NX, so that a known holder keeps its score.
+-- It is the first read of the group, and fails without it: nothing is written then.
 do
   local at = redis.call('HGET', k.reclaim_from, k.parked)
-  local r = redis.call('XPENDING', k.stream, k.group, at and ('(' .. at) or '-', '+', window)
+  local r = redis.pcall('XPENDING', k.stream, k.group, at and ('(' .. at) or '-', '+', window)
+  if type(r) ~= 'table' or r.err then return {0, 0, 0, -1, 0, expired, unfinished} end
   local add, named = {}, {}
   for _, e in ipairs(r) do
     local c = e[2]
