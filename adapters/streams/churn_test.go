@@ -8,6 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
@@ -122,4 +123,38 @@ func TestReclaimDeletesQuietConsumersAStepPerCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, res.NextExpiry)
 	require.Zero(t, consumers())
+}
+
+// ConsumerIdleTimeout -1 keeps every consumer: claims index none as quiet, and Reclaim deletes
+// none. A consumer of another program is never deleted either, even with nothing pending.
+func TestReclaimKeepsConsumersWhenToldAndThoseOfOtherPrograms(t *testing.T) {
+	t.Parallel()
+	keep := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = -1 })
+	other := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
+	for _, e := range []*env{keep, other} {
+		e.EnsureGroup("t", "g")
+		e.Publish("t", "x", "y")
+	}
+	keep.Ack("t", "g", "c", keep.Claim("t", "g", "c", 1)...)
+	require.Zero(t, keep.C.Exists(keep.Ctx, keep.gk("t", "g").quiet).Val())
+	// watermill-redisstream's consumer reads and acks by itself.
+	stream := other.tk("t").stream
+	got, err := other.C.XReadGroup(other.Ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "foreign", Streams: []string{stream, ">"}, Count: 1}).Result()
+	require.NoError(t, err)
+	require.NoError(t, other.C.XAck(other.Ctx, stream, "g", got[0].Messages[0].ID).Err())
+
+	time.Sleep(5 * time.Millisecond) // past the 1 ms quiet period, were foreign indexed
+	for _, e := range []*env{keep, other} {
+		for range 3 {
+			_, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+			require.NoError(t, err)
+		}
+	}
+	cs, err := keep.C.XInfoConsumers(keep.Ctx, keep.tk("t").stream, "g").Result()
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "kept")
+	cs, err = other.C.XInfoConsumers(other.Ctx, stream, "g").Result()
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "another program's consumer stays")
+	require.Equal(t, "foreign", cs[0].Name)
 }
