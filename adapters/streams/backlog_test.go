@@ -104,7 +104,7 @@ func TestTheLastGroupsEntriesAreTrimmedInStepsWhileADeleteIsUnfinished(t *testin
 	e.Publish("t", payloads("n", 3)...)
 	for _, group := range []string{"g", "h"} { // unregister only: g's dead letters stay in its tomb
 		k := e.gk("t", group)
-		_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), group, modeAdmin, "", 2, "0", 60000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
+		_, err := deleteGroupScript.Run(e.Ctx, e.C, k.registerKeys(), group, modeAdmin, "", 2, "0", 60000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
 		require.NoError(t, err)
 	}
 	require.True(t, e.Exists(e.gk("t", "g").deadGone))

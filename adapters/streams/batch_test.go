@@ -88,8 +88,9 @@ func TestClaimTakesRetriesOfDifferentAttemptsTogether(t *testing.T) {
 	require.Empty(t, e.retry("t", "g"))
 }
 
-// NextExpiry: the earliest lease still pending after the call, its holder's lease less its
-// idle time; 1ms when the call stopped at its Count; zero with nothing pending.
+// NextExpiry: the earliest lease a holder may hold after the call (its holder's lease less
+// its idle time, for the holders the call read); 1ms when the call stopped at its Count; zero
+// with no holder left.
 func TestReclaimReportsTheNextLeaseExpiry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -104,12 +105,17 @@ func TestReclaimReportsTheNextLeaseExpiry(t *testing.T) {
 	// A minute on, as far as the PEL can tell: quick's entry idle for its whole lease.
 	require.NoError(t, e.C.Do(e.Ctx, "XCLAIM", e.tk("t").stream, "g", "quick", 0, quick[0].ID,
 		"IDLE", time.Minute.Milliseconds(), "JUSTID").Err())
+	e.overdue("t", "g", "quick")
 	res = e.ReclaimLease("t", "g", 0, time.Hour)
 	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, withoutExpiry(res))
 	requireExpiryNear(t, time.Hour, res, "slow's lease is left")
 
 	e.Ack("t", "g", "slow", held...)
-	require.Equal(t, backend.ReclaimResult{}, e.ReclaimLease("t", "g", 0, time.Hour), "only parked entries: nothing to expire")
+	res = e.ReclaimLease("t", "g", 0, time.Hour)
+	require.Equal(t, backend.ReclaimResult{}, withoutExpiry(res), "only parked entries: nothing to expire")
+	requireExpiryNear(t, time.Hour, res, "slow stays a holder until a call reads it empty, when its lease would end")
+	e.overdue("t", "g", "slow")
+	require.Equal(t, backend.ReclaimResult{}, e.ReclaimLease("t", "g", 0, time.Hour), "read empty: no holder left")
 
 	// Two expired, one handled per call: the next is due at once.
 	e.ClaimLease("t", "g", "quick", 2, 10*time.Millisecond)
@@ -163,6 +169,7 @@ func TestReclaimWalksALargeHolderAPartPerCall(t *testing.T) {
 		require.NoError(t, e.C.Do(e.Ctx, "XCLAIM", k.topic.stream, "g", "big", 0, held[i].ID,
 			"IDLE", 2*time.Hour.Milliseconds(), "JUSTID").Err())
 	}
+	e.overdue("t", "g", "big")
 	reclaim := func() backend.ReclaimResult {
 		t.Helper()
 		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g", OrphanLease: time.Hour, Count: 1})
@@ -176,16 +183,16 @@ func TestReclaimWalksALargeHolderAPartPerCall(t *testing.T) {
 			"call %d: the expired entry of its part; found one, it asks to go on at once", i)
 		require.ElementsMatch(t, expired[:i+1], keysOf(e.retry("t", "g")), "call %d", i)
 		if i < 3 {
-			require.Equal(t, map[string]string{"big": held[(i+1)*reclaimWindow-1].ID}, e.Hash(k.reclaimFrom),
+			require.Equal(t, map[string]string{"big": held[(i+1)*reclaimWindow-1].ID}, e.walks("t", "g"),
 				"call %d read reclaimWindow entries, and the next goes on after them", i)
 		} else {
-			require.Empty(t, e.Hash(k.reclaimFrom), "the last part reached the end: the next call starts over")
+			require.Empty(t, e.walks("t", "g"), "the last part reached the end: the next call starts over")
 		}
 	}
 	res := reclaim()
 	require.Equal(t, backend.ReclaimResult{}, withoutExpiry(res), "the walk starts over and finds no more")
 	requireExpiryNear(t, time.Hour, res, "")
-	require.Equal(t, map[string]string{"big": held[reclaimWindow].ID}, e.Hash(k.reclaimFrom),
+	require.Equal(t, map[string]string{"big": held[reclaimWindow].ID}, e.walks("t", "g"),
 		"the first reclaimWindow entries still big's")
 	require.Len(t, e.pel("t", "g"), n, "nothing lost: parked or still big's")
 	require.Equal(t, counts{Ready: 4, Pending: int64(n - 4)}, e.counts("t", "g"))

@@ -24,7 +24,7 @@ import (
 //
 // When the XREAD times out at the end of p.Block, Claim returns nothing without running
 // claim.lua again, and the consumer's next Claims go straight to the XREAD until idleProbe
-// (2s) has passed since claim.lua last found nothing, or a retry it reported is due:
+// (1 s) has passed since claim.lua last found nothing, or a retry it reported is due:
 // whatever becomes claimable meanwhile wakes the XREAD anyway. So an idle consumer sends one
 // XREAD per Block and one claim.lua per probe.
 //
@@ -42,6 +42,13 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 	count := max(p.Count, 1)
 	k := b.groupKeys(p.Topic, p.Group)
 	key := idleKey{p.Topic, p.Group, p.Consumer}
+	defer func() {
+		// A Claim that its context ended is most often a subscription's last: what it knew
+		// of the consumer goes with it.
+		if ctx.Err() != nil {
+			b.idle.forget(key)
+		}
+	}()
 	end := time.Now().Add(p.Block)
 	st, idle := b.idle.load(key)
 	skip := idle && p.Block > 0 && st.skips(time.Now())
@@ -66,7 +73,7 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 			}
 			res, err := claimScript.Run(ctx, b.client, k.claimKeys(),
 				p.Group, p.Consumer, ParkedConsumer, count, backendkit.Millis(p.Lease), max(count, b.opts.BatchSize),
-				known, askWake, p.Topic, b.deleteOnAck()).Slice()
+				known, askWake, p.Topic, b.deleteOnAck(), b.opts.quietMs()).Slice()
 			if err != nil {
 				b.idle.forget(key)
 				if groupGone(err) {

@@ -12,7 +12,7 @@ import (
 	"github.com/relq/relq/internal/backendkit"
 )
 
-// The modes of unregister.lua.
+// The modes of deletegroup.lua.
 const (
 	modeAdmin   = "admin"   // DeleteGroup: delete the group if registered
 	modeExpired = "expired" // only if every membership of the ephemeral group ran out
@@ -41,13 +41,13 @@ func (b *Backend) DeleteGroup(ctx context.Context, topic, group string) error {
 	return err
 }
 
-// deleteGroup runs unregister.lua in mode, then release.lua steps until the delete is done,
-// and returns unregister.lua's status. An earlier delete of the group whose dead letters are
+// deleteGroup runs deletegroup.lua in mode, then release.lua steps until the delete is done,
+// and returns deletegroup.lua's status. An earlier delete of the group whose dead letters are
 // still being released is finished first.
 func (b *Backend) deleteGroup(ctx context.Context, topic, group, mode, consumer string) (string, error) {
 	k := b.groupKeys(topic, group)
 	for range 3 {
-		res, err := unregisterScript.Run(ctx, b.client, k.registerKeys(), group, mode, consumer,
+		res, err := deleteGroupScript.Run(ctx, b.client, k.registerKeys(), group, mode, consumer,
 			b.opts.BatchSize, b.deleteOnAck(), backendkit.Millis(b.opts.BacklogTTL), backendkit.Millis(b.opts.TombstoneTTL)).Slice()
 		if err != nil {
 			return "", err
@@ -113,7 +113,7 @@ func (b *Backend) tidy(ctx context.Context, topic string, groups []string) {
 	}
 }
 
-// DeleteTopic deletes every key of the topic in one droptopic.lua call: the stream with every
+// DeleteTopic deletes every key of the topic in one deletetopic.lua call: the stream with every
 // consumer group on it (another program's too, in FormatWatermill), relq's keys of the topic
 // and of each group, and the dead letters of deletes left unfinished. Its groups are read
 // first to name their keys; the script refuses, and they are read again, if a group came
@@ -127,7 +127,7 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	}
 	tk := b.topicKeys(topic)
 	for range 10 {
-		names, err := b.groupsToDrop(ctx, tk)
+		names, err := b.groupsToDelete(ctx, tk)
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 			keys = append(keys, b.groupKeys(topic, g).own()...)
 			args = append(args, g)
 		}
-		n, err := dropTopicScript.Run(ctx, b.client, keys, args...).Int64()
+		n, err := deleteTopicScript.Run(ctx, b.client, keys, args...).Int64()
 		if err != nil {
 			return err
 		}
@@ -152,9 +152,9 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	return fmt.Errorf("streams: delete topic %q: its groups kept changing", topic)
 }
 
-// groupsToDrop lists the groups whose keys DeleteTopic unlinks: those of the stream and those
+// groupsToDelete lists the groups whose keys DeleteTopic unlinks: those of the stream and those
 // whose delete is unfinished.
-func (b *Backend) groupsToDrop(ctx context.Context, tk topicKeys) ([]string, error) {
+func (b *Backend) groupsToDelete(ctx context.Context, tk topicKeys) ([]string, error) {
 	var names []string
 	infos, err := b.client.XInfoGroups(ctx, tk.stream).Result()
 	if err != nil && !isNoSuchKey(err) {

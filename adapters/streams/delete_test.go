@@ -126,7 +126,7 @@ func TestAnUnfinishedDeleteIsFinishedLater(t *testing.T) {
 			e.EnsureGroup("t", "keep")
 			e.deadLetter("t", "g", payloads("m", 25)...)
 			k := e.gk("t", "g")
-			res, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
+			res, err := deleteGroupScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
 			require.NoError(t, err)
 			require.Equal(t, []any{"deleted", int64(1), ""}, res)
 			require.True(t, e.Exists(k.deadGone))
@@ -194,7 +194,7 @@ func TestDeleteTopicAlsoDropsAnUnfinishedGroupDelete(t *testing.T) {
 	e.EnsureGroup("t", "other") // g is not the last group, whose delete would drop the topic at once
 	e.deadLetter("t", "g", payloads("m", 25)...)
 	k := e.gk("t", "g")
-	_, err := unregisterScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
+	_, err := deleteGroupScript.Run(e.Ctx, e.C, k.registerKeys(), "g", modeAdmin, "", 10, "0", 1000, backendkit.Millis(e.b.opts.TombstoneTTL)).Slice()
 	require.NoError(t, err)
 	require.True(t, e.Exists(k.deadGone))
 	require.NoError(t, e.b.DeleteTopic(e.Ctx, "t"))

@@ -61,6 +61,23 @@ func deleteOnAck(o *Options)     { o.Retention = DeleteOnAck }
 func (e *env) tk(topic string) topicKeys        { return e.b.topicKeys(topic) }
 func (e *env) gk(topic, group string) groupKeys { return e.b.groupKeys(topic, group) }
 
+// overdue makes consumer due in the group's holders index, as if the earliest lease it may
+// hold had run out: for tests that age PEL entries with XCLAIM ... IDLE, which the index,
+// kept by the clock, cannot see.
+func (e *env) overdue(topic, group, consumer string) {
+	e.T.Helper()
+	require.NoError(e.T, e.C.ZAdd(e.Ctx, e.gk(topic, group).holders, redis.Z{Score: 0, Member: consumer}).Err())
+}
+
+// walks returns where Reclaim's walk of each holder goes on (reclaim_from), without the walk
+// of the group's whole PEL (the parking consumer's field).
+func (e *env) walks(topic, group string) map[string]string {
+	e.T.Helper()
+	h := e.Hash(e.gk(topic, group).reclaimFrom)
+	delete(h, ParkedConsumer)
+	return h
+}
+
 // pel is one entry of a group's PEL.
 type pel struct {
 	Consumer string

@@ -31,6 +31,8 @@ type groupKeys struct {
 	members     string // ZSET consumer -> membership deadline ms, of an ephemeral group
 	marks       string // ZSET padded id..":d" (deleted) or ":r" (run now) -> 0: unread entries an operator changed
 	deadGone    string // STREAM: a deleted group's dead letters, while their references are released
+	holders     string // ZSET consumer -> ms: consumers that may hold entries, by when the earliest of their leases may expire
+	quiet       string // ZSET consumer -> ms: consumers relq's claims made, by when they count as quiet (no claim since)
 	topic       topicKeys
 }
 
@@ -80,6 +82,8 @@ func (b *Backend) groupKeys(topic, group string) groupKeys {
 		members:     g("members"),
 		marks:       g("marks"),
 		deadGone:    g("dead_gone"),
+		holders:     g("holders"),
+		quiet:       g("quiet"),
 		topic:       tk,
 	}
 }
@@ -96,7 +100,7 @@ func (k topicKeys) all() []string {
 // own lists every key of the group, the tomb of its dead letters included.
 func (k groupKeys) own() []string {
 	return []string{k.retry, k.leases, k.pendingAt, k.counters, k.wake, k.reclaimFrom, k.members, k.marks,
-		k.dead, k.deadIndex, k.deadOrder, k.deadGone}
+		k.dead, k.deadIndex, k.deadOrder, k.deadGone, k.holders, k.quiet}
 }
 
 // topicAnd is the topic's keys (all) followed by more.
@@ -111,7 +115,7 @@ func (k groupKeys) registerKeys() []string {
 
 func (k groupKeys) claimKeys() []string {
 	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.leases, k.pendingAt, k.topic.published, k.wake,
-		k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder, k.topic.paused, k.marks, k.topic.tombs}
+		k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder, k.topic.paused, k.marks, k.topic.tombs, k.holders, k.quiet}
 }
 
 func (k groupKeys) ackKeys() []string {
@@ -128,7 +132,8 @@ func (k groupKeys) extendKeys() []string {
 
 func (k groupKeys) reclaimKeys() []string {
 	return []string{k.topic.stream, k.retry, k.counters, k.pendingAt, k.leases, k.dead, k.deadIndex,
-		k.topic.deadRefs, k.topic.delayed, k.deadOrder, k.wake, k.reclaimFrom, k.topic.ephemeral, k.topic.deleting}
+		k.topic.deadRefs, k.topic.delayed, k.deadOrder, k.wake, k.reclaimFrom, k.topic.ephemeral, k.topic.deleting,
+		k.holders, k.quiet}
 }
 
 func (k groupKeys) deadLettersKeys() []string {
@@ -146,11 +151,6 @@ func (k groupKeys) purgeKeys() []string {
 func (k groupKeys) statsKeys() []string {
 	return []string{k.topic.stream, k.retry, k.topic.delayed, k.counters, k.topic.published, k.pendingAt, k.dead, k.topic.paused,
 		k.marks}
-}
-
-func (k groupKeys) cleanupKeys() []string {
-	return []string{k.topic.stream, k.retry, k.pendingAt, k.leases, k.wake, k.reclaimFrom,
-		k.counters, k.dead, k.deadIndex, k.topic.deadRefs, k.deadOrder}
 }
 
 func (k groupKeys) injectKeys() []string {

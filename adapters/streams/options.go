@@ -41,9 +41,6 @@ const (
 	// BatchSizeDefault bounds the entries one script call handles where the caller sets no
 	// bound.
 	BatchSizeDefault = 1000
-	// ConsumerIdleTimeoutDefault is how long a consumer with nothing pending stays registered
-	// in its group without reading before Reclaim removes it.
-	ConsumerIdleTimeoutDefault = time.Hour
 )
 
 // ParkedConsumer is the consumer name under which a group's PEL holds deliveries waiting for
@@ -70,12 +67,17 @@ type Options struct {
 	MaxAge time.Duration
 	// BatchSize bounds the work of one script call where the caller gives no bound: unread
 	// entries scanned per claim, expired leases per Reclaim, dead letters requeued or purged
-	// per round trip, entries moved per CleanupConsumers round trip. Defaults to
-	// BatchSizeDefault (1000).
+	// per round trip. Defaults to BatchSizeDefault (1000).
 	BatchSize int
-	// ConsumerIdleTimeout: Reclaim removes a group's consumers that have nothing pending and
-	// have not read for this long, so that consumer names of stopped processes do not pile up.
-	// Defaults to ConsumerIdleTimeoutDefault (1h); -1 keeps them.
+	// ConsumerIdleTimeout is how long after its last claim that took messages a consumer
+	// counts as quiet: Reclaim deletes quiet consumers that hold nothing (XGROUP DELCONSUMER;
+	// one that holds entries stays until they are acked or reclaimed), so that the consumer
+	// names of ended subscriptions and stopped processes do not pile up. A running
+	// subscription's consumer deleted while idle is made again by its next claim that takes a
+	// message (Redis makes a consumer only then), and nothing of it is lost: it held nothing.
+	// Defaults to 0: the consumer's lease (ClaimParams.Lease, the subscriber's Lease); -1 (any
+	// negative) keeps every consumer. Consumers of other programs (watermill-redisstream's)
+	// are never deleted.
 	ConsumerIdleTimeout time.Duration
 	// BacklogLimit bounds a topic's backlog (what is published while the stream has no
 	// group): each such publish keeps the newest that many entries (XTRIM MAXLEN =, exact; a
@@ -124,12 +126,19 @@ func (o Options) WithDefaults() Options {
 	if o.BacklogFull == "" {
 		o.BacklogFull = backend.BacklogDropOldest
 	}
-	if o.ConsumerIdleTimeout == 0 {
-		o.ConsumerIdleTimeout = ConsumerIdleTimeoutDefault
-	} else if o.ConsumerIdleTimeout < 0 {
+	if o.ConsumerIdleTimeout < 0 {
 		o.ConsumerIdleTimeout = -1
 	}
 	return o
+}
+
+// quietMs is the quiet period claim.lua and reclaim.lua take: ConsumerIdleTimeout in ms, 0
+// for the lease, -1 to keep consumers.
+func (o Options) quietMs() int64 {
+	if o.ConsumerIdleTimeout < 0 {
+		return -1
+	}
+	return backendkit.Millis(o.ConsumerIdleTimeout)
 }
 
 // validate checks options after WithDefaults.

@@ -49,19 +49,23 @@ func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string
 // one its last Claim or Extend gave; p.OrphanLease for a consumer relq never recorded, such as
 // a watermill-redisstream subscriber of the same group, pubsub.LeaseDefault if zero) are
 // parked for a retry due at once, without counting an attempt, or dead-lettered at
-// p.MaxDeliveries. At most p.Count are handled (Options.BatchSize if zero). It also removes
-// consumers idle for Options.ConsumerIdleTimeout with nothing pending.
+// p.MaxDeliveries. At most p.Count are handled (Options.BatchSize if zero). It also deletes
+// consumers that hold nothing and have not claimed for Options.ConsumerIdleTimeout (their
+// lease by default): the consumers of ended subscriptions.
 //
-// A consumer holding at most reclaimWindow entries has them all read. A larger one is walked
-// in ID order, a part per call (at most max(reclaimWindow, p.Count) entries per call, shared
-// by all larger holders), going on where the last call stopped, so that a call costs
-// O(Count · log N) however many entries one consumer holds, and every entry is looked at
-// within one walk.
+// What a call reads is bounded whatever the number of consumers the group has had: it never
+// lists them. Claims keep two indexes per group (see reclaim.lua): the consumers that may
+// hold entries, by when their earliest lease may expire, and the consumers relq made, by when
+// they count as quiet. A call reads the due holders, at most reclaimStep of them and
+// max(reclaimWindow, p.Count) entries in all, each one's entries in ID order from where its
+// last walk stopped; reclaimWindow entries of a walk of the group's whole PEL, which finds
+// holders of other programs; and at most reclaimStep quiet consumers, deleting those that
+// hold nothing (never one with a pending entry: XGROUP DELCONSUMER would drop it).
 //
-// NextExpiry is when the earliest lease among the entries read expires: its holder's lease
-// less its PEL idle time; 1ms when the call stopped at its Count, or found expired entries in
-// a walk (a dead consumer's: the rest of its walk likely holds more), so the subscriber's
-// reclaim loop runs again at once; zero when it read no entry still leased.
+// NextExpiry is when the earliest lease a holder may hold expires; 1ms when the call stopped
+// at one of its bounds, or found expired entries in a walk it did not read whole (a dead
+// consumer's: the rest likely holds more), so the subscriber's reclaim loop runs again at
+// once; zero when no holder is left.
 //
 // Delayed messages need no promotion here: a due retry is claimable as it is, so Promoted and
 // Orphans are always zero.
@@ -81,14 +85,10 @@ func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backen
 	if count <= 0 {
 		count = b.opts.BatchSize
 	}
-	idle := int64(0)
-	if b.opts.ConsumerIdleTimeout > 0 {
-		idle = backendkit.Millis(b.opts.ConsumerIdleTimeout)
-	}
 	k := b.groupKeys(p.Topic, p.Group)
 	reply, err := reclaimScript.Run(ctx, b.client, k.reclaimKeys(),
-		p.Group, ParkedConsumer, max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count, p.Topic, idle,
-		reclaimWindow).Slice()
+		p.Group, ParkedConsumer, max(p.MaxDeliveries, 0), backendkit.Millis(orphanLease), count, p.Topic,
+		b.opts.quietMs(), reclaimWindow, reclaimStep).Slice()
 	if err != nil {
 		return backend.ReclaimResult{}, err
 	}
@@ -104,6 +104,11 @@ func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backen
 	return res, nil
 }
 
-// reclaimWindow is how many pending entries a consumer may hold and still have them all read
-// by every Reclaim (a subscriber holds Concurrency + Prefetch); a larger holder is walked.
+// reclaimWindow is the least number of PEL entries a Reclaim reads of the holders that are
+// due (a subscriber holds Concurrency + Prefetch), and how many of the group's whole PEL it
+// walks to find holders no claim of relq's indexed.
 const reclaimWindow = 100
+
+// reclaimStep is the most consumers a Reclaim looks at in each of its indexes: holders that
+// are due, and quiet consumers to delete.
+const reclaimStep = 50

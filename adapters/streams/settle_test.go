@@ -124,11 +124,17 @@ func TestReclaimMeasuresIdleTimeAgainstEachHoldersLease(t *testing.T) {
 	requireExpiryNear(t, time.Hour, res, "long's and foreign's hour-long leases are left")
 	require.Equal(t, map[string]pel{published[0]: {ParkedConsumer, 1}, published[1]: {"long", 1}, published[2]: {"foreign", 1}}, e.pel("t", "g"))
 	require.Equal(t, short.ID, published[0])
+
+	// The orphan lease of the call that reads a foreign holder judges it.
+	other := e.Publish("t", "other")[0]
+	_, err = e.C.XReadGroup(e.Ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "other", Streams: []string{e.tk("t").stream, ">"}, Count: 1}).Result()
+	require.NoError(t, err)
+	time.Sleep(150 * time.Millisecond)
 	res = e.ReclaimLease("t", "g", 0, 100*time.Millisecond)
 	require.Equal(t, backend.ReclaimResult{Reclaimed: 1}, withoutExpiry(res), "the orphan lease judges the foreign consumer")
-	requireExpiryNear(t, time.Hour, res, "long's lease is left")
-	require.Equal(t, pel{ParkedConsumer, 1}, e.pel("t", "g")[published[2]])
-	require.Equal(t, counts{Ready: 2, Pending: 1}, e.counts("t", "g"))
+	requireExpiryNear(t, time.Hour, res, "long's and foreign's leases are left")
+	require.Equal(t, pel{ParkedConsumer, 1}, e.pel("t", "g")[other])
+	require.Equal(t, counts{Ready: 2, Pending: 2}, e.counts("t", "g"))
 }
 
 func TestReclaimDeadLettersAnExpiredLeaseAtMaxDeliveries(t *testing.T) {

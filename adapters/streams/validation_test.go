@@ -15,11 +15,7 @@ func TestNamesThatWouldBreakTheHashTagAreRejected(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	adaptertest.RejectsInvalidNames(t, e.b, seal.Open(e.b))
-	_, err := e.b.CleanupConsumers(e.Ctx, "t", "g:x", time.Second)
-	adaptertest.RequireNameError(t, err, "group")
-	require.Empty(t, e.Keys("t"))
-
-	_, err = New(e.C, Options{Prefix: "relq}"})
+	_, err := New(e.C, Options{Prefix: "relq}"})
 	adaptertest.RequirePrefixError(t, err)
 }
 
@@ -29,7 +25,7 @@ func TestOptions(t *testing.T) {
 	b, err := New(c, Options{})
 	require.NoError(t, err)
 	require.Equal(t, Options{Prefix: PrefixDefault, Format: FormatNative, Retention: RetainUntilTrimmed,
-		BatchSize: BatchSizeDefault, ConsumerIdleTimeout: ConsumerIdleTimeoutDefault,
+		BatchSize:    BatchSizeDefault,
 		BacklogLimit: backend.BacklogLimitDefault, BacklogTTL: backend.BacklogTTLDefault,
 		TombstoneTTL: backend.TombstoneTTLDefault, BacklogFull: backend.BacklogDropOldest}, b.opts)
 	require.Equal(t, "streams", b.Name())

@@ -19,7 +19,11 @@
 -- attempt count for the due retries, one ZADD of pending_at, and one PTTL of the stream (see
 -- keep_ttl). A claim of an idle consumer (no retry, nothing unread) runs three commands: the
 -- SISMEMBER of the paused groups, that ZRANGE and the XREADGROUP; TIME only when a retry or
--- an entry needs it, XINFO GROUPS only when the caller knows no position.
+-- an entry needs it, XINFO GROUPS only when the caller knows no position. A claim that takes
+-- entries adds two ZADDs: the consumer's place in holders (LT: the earliest lease it may hold)
+-- and in quiet. Only such a claim makes the consumer in the group (an XREADGROUP that reads
+-- nothing makes none), so only it indexes the consumer: one deleted while idle is made and
+-- indexed again by its next claim that takes something.
 --
 -- KEYS[1] -> stream (STREAM)
 -- KEYS[2] -> retry (ZSET padded id -> due ms) the group's parked deliveries
@@ -35,6 +39,10 @@
 -- KEYS[14] -> marks (ZSET) the group's: unread entries deleted (':d') or made due (':r') by
 --             an operator
 -- KEYS[15] -> tombs (ZSET) the topic's tombstones (luakit's common.lua)
+-- KEYS[16] -> holders (ZSET consumer -> ms) the group's consumers that may hold entries, by
+--             when the earliest of their leases may expire (reclaim.lua's index)
+-- KEYS[17] -> quiet (ZSET consumer -> ms) the group's consumers, by when they count as quiet
+--             (reclaim.lua removes quiet ones that hold nothing)
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> the parking consumer's name
@@ -47,6 +55,8 @@
 -- ARGV[8] -> '1' to return the wake-up stream's last ID, '0' when the caller knows it
 -- ARGV[9] -> topic (recorded with dead letters)
 -- ARGV[10] -> '1': delete-on-ack retention (for entries deleted unread)
+-- ARGV[11] -> quiet period in ms: a consumer that claims nothing for that long counts as quiet
+--             (-1: consumers are kept, none is indexed)
 -- Returns {wait, last, wake, id1, attempt1, fields1, id2, ...}: with nothing claimed, wait is
 -- the ms until the earliest retry is due (-1: none, 0: call again at once), last a stream
 -- position after which a new entry is worth waiting for (XREAD BLOCK; no unread entry lies
@@ -63,8 +73,10 @@
 local k = {stream = KEYS[1], retry = KEYS[2], delayed = KEYS[3], counters = KEYS[4],
   leases = KEYS[5], pending = KEYS[6], published = KEYS[7], wake = KEYS[8], dead = KEYS[9],
   dead_index = KEYS[10], dead_refs = KEYS[11], dead_order = KEYS[12], paused = KEYS[13],
-  marks = KEYS[14], tombs = KEYS[15], group = ARGV[1], parked = ARGV[3], topic = ARGV[9]}
+  marks = KEYS[14], tombs = KEYS[15], holders = KEYS[16], quiet = KEYS[17], group = ARGV[1],
+  parked = ARGV[3], topic = ARGV[9]}
 local consumer, n, scan = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[6])
+local quiet_ms = tonumber(ARGV[11])
 if redis.call('SISMEMBER', k.paused, k.group) == 1 then return {-2, '', ''} end
 
 -- The clock is read when something needs it: an idle claim has nothing to compare.
@@ -248,9 +260,11 @@ end
 
 if #at > 0 then
   redis.call('HSET', k.leases, consumer, ARGV[5])
+  redis.call('ZADD', k.holders, 'LT', clock() + tonumber(ARGV[5]), consumer)
+  if quiet_ms >= 0 then redis.call('ZADD', k.quiet, clock() + quiet_ms, consumer) end
   call_chunked('ZADD', k.pending, at, 2)
   redis.call('HINCRBY', k.counters, 'claimed', #at / 2)
-  keep_ttl(k, {k.leases, k.pending, k.retry})
+  keep_ttl(k, {k.leases, k.pending, k.retry, k.holders, k.quiet})
   return out
 end
 if #park_ids > 0 then keep_ttl(k, {k.retry}) end

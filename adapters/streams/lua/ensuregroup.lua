@@ -4,7 +4,7 @@
 -- backlog's expiry, or the one Join set while every group was ephemeral).
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
--- KEYS[9..20] -> the group's own keys (lib.lua's group_keys)
+-- KEYS[9..22] -> the group's own keys (lib.lua's group_keys)
 -- ARGV[1] -> group
 -- ARGV[2] -> '1': a new group that is not the topic's first starts from the oldest retained
 --            entry; '0': from the next one

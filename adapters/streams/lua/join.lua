@@ -8,7 +8,7 @@
 -- (the next publish or Reclaim deletes the group once it expired).
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
--- KEYS[9..20] -> the group's own keys (lib.lua's group_keys), KEYS[21] -> the topic's tombs
+-- KEYS[9..22] -> the group's own keys (lib.lua's group_keys), KEYS[23] -> the topic's tombs
 -- ARGV[1] -> group
 -- ARGV[2] -> consumer
 -- ARGV[3] -> ttl in ms

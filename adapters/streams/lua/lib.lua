@@ -12,7 +12,7 @@ local function topic_keys()
 end
 
 local group_fields = {'retry', 'leases', 'pending', 'counters', 'wake', 'reclaim_from', 'members',
-  'marks', 'dead', 'dead_index', 'dead_order', 'dead_gone'}
+  'marks', 'dead', 'dead_index', 'dead_order', 'dead_gone', 'holders', 'quiet'}
 
 -- The group's own keys are followed by the topic's tombs ZSET (keys.go's registerKeys).
 local function group_keys(k, i)
@@ -410,7 +410,7 @@ local function add_member(k, groups, consumer, ttl, now)
     end
   end
   local own = {k.retry, k.leases, k.pending, k.counters, k.wake, k.reclaim_from, k.members, k.marks,
-    k.dead, k.dead_index, k.dead_order}
+    k.dead, k.dead_index, k.dead_order, k.holders, k.quiet}
   if all then
     -- One TTL of slack past the deadlines, as the engine gives: a survivor's publish or Reclaim
     -- deletes a dead group, and releases the dead-letter references it held, before its keys

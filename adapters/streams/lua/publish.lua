@@ -38,7 +38,7 @@
 -- GROUPS, one PTTL of the stream, one EXISTS of the ephemeral and deleting keys (their
 -- ZRANGEBYSCORE and SRANDMEMBER only when either exists).
 -- Returns {ids, tidy, dropped}: ids the entries' IDs in order; tidy the groups the caller
--- should delete (unregister.lua's 'expired' mode: an ephemeral group whose members all
+-- should delete (deletegroup.lua's 'expired' mode: an ephemeral group whose members all
 -- expired, or a group whose delete is unfinished), and '' when entries published while the
 -- topic had groups are still to trim (release.lua); dropped how many of the backlog's oldest
 -- entries this call trimmed. A batch the backlog refuses (ARGV[8] '1'): the error RELQFULL,

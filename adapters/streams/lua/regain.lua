@@ -18,7 +18,7 @@
 -- reregistered_at: when), so that Stats and the tools show it.
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
--- KEYS[9..20] -> the group's own keys (lib.lua's group_keys), KEYS[21] -> the topic's tombs
+-- KEYS[9..22] -> the group's own keys (lib.lua's group_keys), KEYS[23] -> the topic's tombs
 -- ARGV[1] -> group
 -- ARGV[2] -> '1' for an ephemeral group (the consumer joins it), '0' for a durable one
 -- ARGV[3] -> consumer (ephemeral)

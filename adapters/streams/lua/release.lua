@@ -1,4 +1,4 @@
--- release.lua: one bounded step of finishing group deletes (unregister.lua): release up to N
+-- release.lua: one bounded step of finishing group deletes (deletegroup.lua): release up to N
 -- dead letters of a deleted group's tomb; while the topic has no group, trim up to N entries
 -- published while it had groups (up to backlog_from: they are no backlog), and
 -- once neither is left and no backlog either, unlink every key of the topic; with

@@ -1,4 +1,4 @@
--- unregister.lua: delete a group. It is unregistered at once (XGROUP DESTROY, and every key of
+-- deletegroup.lua: delete a group. It is unregistered at once (XGROUP DESTROY, and every key of
 -- relq's for it unlinked), so that publishes stop reaching it, its claims fail and a new group
 -- of its name starts empty; its dead letters' references (dead_refs) are released here when
 -- there are at most N of them, else its dead-letter stream moves to its tomb (dead_gone, the
@@ -11,7 +11,7 @@
 -- entries up to backlog_from trimmed in steps (release.lua, settle_topic in lib.lua).
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
--- KEYS[9..20] -> the group's own keys (lib.lua's group_keys), KEYS[21] -> the topic's tombs
+-- KEYS[9..22] -> the group's own keys (lib.lua's group_keys), KEYS[23] -> the topic's tombs
 -- ARGV[1] -> group
 -- ARGV[2] -> mode: 'admin' (delete it if registered), 'expired' (only if every membership of
 --            the ephemeral group ran out), 'leave' (end ARGV[3]'s membership; delete it if it
@@ -63,7 +63,7 @@ if redis.call('EXISTS', k.dead_gone) == 1 then return {'busy', 1, ''} end
 if me then redis.call('XGROUP', 'DESTROY', k.stream, k.group) end
 if mode == 'admin' then tombstone(k.tombs, k.group, now_ms(), tonumber(ARGV[7])) end
 redis.call('UNLINK', k.retry, k.leases, k.pending, k.counters, k.wake, k.reclaim_from, k.members, k.marks,
-  k.dead_index, k.dead_order)
+  k.dead_index, k.dead_order, k.holders, k.quiet)
 redis.call('SREM', k.paused, k.group)
 redis.call('ZREM', k.ephemeral, k.group)
 

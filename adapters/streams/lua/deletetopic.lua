@@ -1,4 +1,4 @@
--- droptopic.lua: delete every key of a topic: its stream (with every consumer group on it,
+-- deletetopic.lua: delete every key of a topic: its stream (with every consumer group on it,
 -- another program's too), relq's keys of the topic and of each group, and the tombs of
 -- unfinished group deletes. The caller read the groups to name their keys; if the stream or
 -- the deleting SET names a group it did not pass, nothing is deleted and it reads again.
@@ -8,7 +8,7 @@
 --
 -- KEYS[1..8] -> the topic's keys (lib.lua's topic_keys)
 -- KEYS[9] -> the topic's tombs (ZSET), which is kept
--- KEYS[10..] -> the own keys (lib.lua's group_keys) of each group of ARGV, 12 per group
+-- KEYS[10..] -> the own keys (lib.lua's group_keys) of each group of ARGV, 14 per group
 -- ARGV[1] -> the tombstones' life in ms
 -- ARGV[2..] -> the groups
 -- Returns the number of keys deleted (the tombstones not counted), or -1 when the groups

@@ -1,0 +1,160 @@
+package streams
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/backend"
+	"github.com/relq/relq/pubsub"
+	"github.com/stretchr/testify/require"
+)
+
+// idleEntries counts what the backend remembers of idle consumers.
+func idleEntries(b *Backend) int {
+	n := 0
+	b.idle.m.Range(func(any, any) bool {
+		n++
+		return true
+	})
+	return n
+}
+
+// Whatever a subscription leaves in the backend goes when it ends: 25 subscriptions, each
+// receiving a message, waiting idle in its claim and then cancelled, leave no idle state in
+// the process, and a Reclaim once they are quiet deletes their consumer names from the group.
+func TestSubscribeCancelCyclesLeaveNoStateBehind(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
+	pub, err := pubsub.NewPublisher(e.b, pubsub.PublisherConfig{}, nil)
+	require.NoError(t, err)
+	sub, err := pubsub.NewSubscriber(e.b, pubsub.SubscriberConfig{Group: "g"}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sub.Close()) })
+
+	const cycles = 25
+	for i := range cycles {
+		ctx, cancel := context.WithCancel(e.Ctx)
+		msgs, err := sub.Subscribe(ctx, "t")
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("t", message.NewMessage(watermill.NewUUID(), []byte("x"))))
+		select {
+		case m := <-msgs:
+			m.Ack()
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "no message", "cycle %d", i)
+		}
+		require.Eventually(t, func() bool { return idleEntries(e.b) == 1 }, 10*time.Second, time.Millisecond,
+			"cycle %d: the subscription should wait idle in its claim", i)
+		cancel()
+		for range msgs { // closed once the subscription has ended
+		}
+		require.Zero(t, idleEntries(e.b), "cycle %d: the ended subscription's idle state should be gone", i)
+	}
+
+	// Every consumer holds nothing, and is quiet a millisecond after its last claim.
+	require.Eventually(t, func() bool {
+		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+		require.NoError(t, err)
+		cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
+		require.NoError(t, err)
+		return len(cs) == 0 && res.NextExpiry == 0
+	}, 10*time.Second, time.Millisecond, "the consumers of ended subscriptions should be deleted, and no holder left")
+	k := e.gk("t", "g")
+	for _, key := range []string{k.holders, k.quiet, k.leases} {
+		require.Zero(t, e.C.Exists(e.Ctx, key).Val(), key)
+	}
+}
+
+// A subscription that ends between two Claims leaves its entry behind; the next store after
+// idleStale drops every entry no Claim used for that long, and keeps the others.
+func TestIdleStateUnusedForIdleStaleIsDropped(t *testing.T) {
+	t.Parallel()
+	var i idleConsumers
+	old, live := idleKey{"t", "g", "ended"}, idleKey{"t", "g", "live"}
+	i.m.Store(old, idleState{used: time.Now().Add(-idleStale)})
+	i.store(live, idleState{last: "1-0"})
+	_, ok := i.load(old)
+	require.False(t, ok, "unused for idleStale")
+	st, ok := i.load(live)
+	require.True(t, ok)
+	require.Equal(t, "1-0", st.last)
+
+	i.m.Store(old, idleState{used: time.Now().Add(-idleStale)})
+	i.store(live, idleState{last: "2-0"})
+	_, ok = i.load(old)
+	require.True(t, ok, "one pass per idleStale at most")
+}
+
+// Reclaim deletes at most reclaimStep quiet consumers per call, and reports more while it
+// meets that many, so that the reclaim loop goes on at once: no call reads every consumer
+// the group has had.
+func TestReclaimDeletesQuietConsumersAStepPerCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
+	e.EnsureGroup("t", "g")
+	n := 2*reclaimStep + 10
+	e.Publish("t", payloads("x", n)...)
+	for i := range n {
+		consumer := "c" + strconv.Itoa(i)
+		e.Ack("t", "g", consumer, e.Claim("t", "g", consumer, 1)...)
+	}
+	consumers := func() int {
+		cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
+		require.NoError(t, err)
+		return len(cs)
+	}
+	require.Equal(t, n, consumers())
+	require.Eventually(t, func() bool { // quiet a millisecond after its claim
+		return e.C.ZCount(e.Ctx, e.gk("t", "g").quiet, "-inf", strconv.FormatInt(time.Now().UnixMilli()-5, 10)).Val() == int64(n)
+	}, 10*time.Second, time.Millisecond)
+
+	for _, left := range []int{n - reclaimStep, n - 2*reclaimStep} {
+		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+		require.NoError(t, err)
+		require.Equal(t, time.Millisecond, res.NextExpiry, "a full step: more may be quiet")
+		require.Equal(t, left, consumers())
+	}
+	res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+	require.NoError(t, err)
+	require.Zero(t, res.NextExpiry)
+	require.Zero(t, consumers())
+}
+
+// ConsumerIdleTimeout -1 keeps every consumer: claims index none as quiet, and Reclaim deletes
+// none. A consumer of another program is never deleted either, even with nothing pending.
+func TestReclaimKeepsConsumersWhenToldAndThoseOfOtherPrograms(t *testing.T) {
+	t.Parallel()
+	keep := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = -1 })
+	other := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
+	for _, e := range []*env{keep, other} {
+		e.EnsureGroup("t", "g")
+		e.Publish("t", "x", "y")
+	}
+	keep.Ack("t", "g", "c", keep.Claim("t", "g", "c", 1)...)
+	require.Zero(t, keep.C.Exists(keep.Ctx, keep.gk("t", "g").quiet).Val())
+	// watermill-redisstream's consumer reads and acks by itself.
+	stream := other.tk("t").stream
+	got, err := other.C.XReadGroup(other.Ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "foreign", Streams: []string{stream, ">"}, Count: 1}).Result()
+	require.NoError(t, err)
+	require.NoError(t, other.C.XAck(other.Ctx, stream, "g", got[0].Messages[0].ID).Err())
+
+	time.Sleep(5 * time.Millisecond) // past the 1 ms quiet period, were foreign indexed
+	for _, e := range []*env{keep, other} {
+		for range 3 {
+			_, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+			require.NoError(t, err)
+		}
+	}
+	cs, err := keep.C.XInfoConsumers(keep.Ctx, keep.tk("t").stream, "g").Result()
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "kept")
+	cs, err = other.C.XInfoConsumers(other.Ctx, stream, "g").Result()
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "another program's consumer stays")
+	require.Equal(t, "foreign", cs[0].Name)
+}
