@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // messagesCountDefault is the page size of Messages when the caller gives none.
@@ -25,7 +24,7 @@ const messagesCountDefault = 100
 //   - pending: in lease expiry order as streams keeps leases, per consumer: the PEL of each
 //     consumer (not the parking one), consumers by the deadline of their first entry, each
 //     one's entries in ID order, with their lease left (the consumer's lease, or
-//     pubsub.LeaseDefault for one relq has no record of, less the entry's idle time); a page
+//     backend.LeaseDefault for one relq has no record of, less the entry's idle time); a page
 //     also reads each consumer's first entry and lease, O(consumers · log N);
 //   - dead: the dead-letter stream, in the order they died.
 //
@@ -50,7 +49,7 @@ func (b *Backend) Messages(ctx context.Context, p *backend.MessagesParams) (back
 	count = min(count, b.opts.BatchSize)
 	k := b.groupKeys(p.Topic, p.Group)
 	res, err := messagesScript.Run(ctx, b.client, k.inspectKeys(), p.Group, ParkedConsumer, string(p.State), count,
-		backendkit.Millis(pubsub.LeaseDefault), parts[0], parts[1], parts[2], parts[3]).Slice()
+		backendkit.Millis(backend.LeaseDefault), parts[0], parts[1], parts[2], parts[3]).Slice()
 	if err != nil {
 		return backend.MessagePage{}, b.adminErr(err, p.Topic, p.Group)
 	}
@@ -73,7 +72,7 @@ func (b *Backend) Message(ctx context.Context, p *backend.MessageParams) (backen
 		return backend.MessageInfo{}, err
 	}
 	res, err := messageScript.Run(ctx, b.client, k.inspectKeys(), p.Group, ParkedConsumer,
-		backendkit.Millis(pubsub.LeaseDefault), id).Slice()
+		backendkit.Millis(backend.LeaseDefault), id).Slice()
 	if errors.Is(err, redis.Nil) {
 		err = nil // the group does not hold it
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
-	"github.com/relq/relq/pubsub"
 )
 
 // Ack runs ack.lua: XACK of every pending item, from any holder. Items not pending, or pending
@@ -47,7 +46,7 @@ func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string
 
 // Reclaim runs reclaim.lua: the entries whose PEL idle time reached their holder's lease (the
 // one its last Claim or Extend gave; p.OrphanLease for a consumer relq never recorded, such as
-// a watermill-redisstream subscriber of the same group, pubsub.LeaseDefault if zero) are
+// a watermill-redisstream subscriber of the same group, backend.LeaseDefault if zero) are
 // parked for a retry due at once, without counting an attempt, or dead-lettered at
 // p.MaxDeliveries. At most p.Count are handled (Options.BatchSize if zero). It also deletes
 // consumers that hold nothing and have not claimed for Options.ConsumerIdleTimeout (their
@@ -79,7 +78,7 @@ func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backen
 	}
 	orphanLease := p.OrphanLease
 	if orphanLease <= 0 {
-		orphanLease = pubsub.LeaseDefault
+		orphanLease = backend.LeaseDefault
 	}
 	count := p.Count
 	if count <= 0 {
