@@ -125,6 +125,23 @@ func BenchmarkDelayLateness(b *testing.B) {
 	})
 }
 
+// BenchmarkRetryLateness reports how late a nacked message comes back after its due time
+// while its subscriber is idle, over 100 rounds (RetryRoundsDefault, not QuickConfig's 10:
+// p99 needs them).
+func BenchmarkRetryLateness(b *testing.B) {
+	forTargets(b, func(b *testing.B, c *redis.Client, t benchmarks.Target, cfg benchmarks.Config) {
+		cfg.RetryRounds = benchmarks.RetryRoundsDefault
+		p, err := benchmarks.MeasureRetryLateness(context.Background(), c, t, cfg)
+		if errors.Is(err, benchmarks.ErrNoDelay) {
+			b.Skip("no nack delay")
+		}
+		require.NoError(b, err)
+		b.ReportMetric(p.P50, "p50-late-ms")
+		b.ReportMetric(p.P99, "p99-late-ms")
+		b.ReportMetric(p.Max, "max-late-ms")
+	})
+}
+
 func BenchmarkRecovery(b *testing.B) {
 	forTargets(b, func(b *testing.B, c *redis.Client, t benchmarks.Target, cfg benchmarks.Config) {
 		r, err := benchmarks.MeasureRecovery(context.Background(), c, t, cfg)

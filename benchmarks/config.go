@@ -22,6 +22,9 @@ const (
 	LatencyRateDefault       = 500
 	DelayMessagesDefault     = 10_000
 	DelaySpreadDefault       = 2500 * time.Millisecond
+	RetryRoundsDefault       = 100
+	RetryDelayDefault        = 100 * time.Millisecond
+	RetryGapDefault          = 400 * time.Millisecond
 	RecoveryLeaseDefault     = time.Second
 	MemoryMessagesDefault    = 100_000
 	IdleWindowDefault        = 5 * time.Second
@@ -72,6 +75,12 @@ type Config struct {
 	// Default to 10,000 over 2.5s.
 	DelayMessages int           `json:"delay_messages"`
 	DelaySpread   time.Duration `json:"delay_spread_ns"`
+	// RetryRounds messages are nacked with RetryDelay, one at a time, rounds a random pause
+	// in [0, RetryGap) apart, while the subscriber is idle (MeasureRetryLateness). Default to
+	// 100, 100ms and 400ms.
+	RetryRounds int           `json:"retry_rounds"`
+	RetryDelay  time.Duration `json:"retry_delay_ns"`
+	RetryGap    time.Duration `json:"retry_gap_ns"`
 	// RecoveryLease is the lease of the consumer that dies (for the baseline: the live
 	// subscriber's MaxIdleTime, its equivalent). Defaults to 1s.
 	RecoveryLease time.Duration `json:"recovery_lease_ns"`
@@ -127,6 +136,7 @@ func QuickConfig() Config {
 		LatencyRate:       500,
 		DelayMessages:     300,
 		DelaySpread:       300 * time.Millisecond,
+		RetryRounds:       10,
 		RecoveryLease:     300 * time.Millisecond,
 		RecoveryScan:      100 * time.Millisecond,
 		MemoryMessages:    2_000,
@@ -169,6 +179,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.LatencyRate, LatencyRateDefault)
 	def(&c.DelayMessages, DelayMessagesDefault)
 	defDur(&c.DelaySpread, DelaySpreadDefault)
+	def(&c.RetryRounds, RetryRoundsDefault)
+	defDur(&c.RetryDelay, RetryDelayDefault)
+	defDur(&c.RetryGap, RetryGapDefault)
 	defDur(&c.RecoveryLease, RecoveryLeaseDefault)
 	def(&c.MemoryMessages, MemoryMessagesDefault)
 	defDur(&c.IdleWindow, IdleWindowDefault)

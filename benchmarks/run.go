@@ -65,8 +65,11 @@ type TargetReport struct {
 	// DelayLatenessMS: handler start minus due time; nil without on-time delay.
 	DelayLatenessMS *Lateness `json:"delay_lateness_ms"`
 	// DelayNote says why DelayLatenessMS is missing.
-	DelayNote string   `json:"delay_note,omitempty"`
-	Recovery  Recovery `json:"recovery"`
+	DelayNote string `json:"delay_note,omitempty"`
+	// RetryLatenessMS: a nacked message's second handler start minus (Nack call +
+	// RetryDelay), subscriber idle; nil for the baseline (no nack delay).
+	RetryLatenessMS *Percentiles `json:"retry_lateness_ms,omitempty"`
+	Recovery        Recovery     `json:"recovery"`
 	// MemoryBytesPerMessage: INFO used_memory growth per queued message.
 	MemoryBytesPerMessage float64 `json:"memory_bytes_per_message"`
 	// Idle: commands/s one idle subscriber costs.
@@ -166,6 +169,17 @@ func runOnce(ctx context.Context, c *redis.Client, t Target, tr *TargetReport, c
 		tr.DelayLatenessMS = &late
 		progress("%s: lateness of %d delayed messages: p50 %.2fms p99 %.2fms (from the Publish call)",
 			t.Name, cfg.DelayMessages, late.Upper.P50, late.Upper.P99)
+	}
+	retry, err := MeasureRetryLateness(ctx, c, t, cfg)
+	switch {
+	case errors.Is(err, ErrNoDelay):
+		progress("%s: retry lateness: no nack delay", t.Name)
+	case err != nil:
+		return err
+	default:
+		tr.RetryLatenessMS = &retry
+		progress("%s: retry lateness of %d nacks with %v: p50 %.2fms p99 %.2fms max %.2fms (from the Nack call)",
+			t.Name, cfg.RetryRounds, cfg.RetryDelay, retry.P50, retry.P99, retry.Max)
 	}
 	if tr.Recovery, err = MeasureRecovery(ctx, c, t, cfg); err != nil {
 		return err

@@ -84,6 +84,14 @@ func rows(r *Report) []row {
 			return f(t.DelayLatenessMS), true
 		}
 	}
+	retry := func(f func(*Percentiles) float64) func(*TargetReport) (float64, bool) {
+		return func(t *TargetReport) (float64, bool) {
+			if t.RetryLatenessMS == nil {
+				return 0, false
+			}
+			return f(t.RetryLatenessMS), true
+		}
+	}
 	cfg := r.Config
 	batch := fmt.Sprintf("publish, %d per call", cfg.BatchSize)
 	concurrent := fmt.Sprintf("publish, 1 per call, %d goroutines", cfg.PublishGoroutines)
@@ -132,6 +140,8 @@ func rows(r *Report) []row {
 		row{label: "pickup latency max", unit: "ms", get: always(func(t *TargetReport) float64 { return t.PickupLatencyMS.Max })},
 		row{label: "delay lateness p50", unit: "ms", get: late(func(l *Lateness) float64 { return l.Upper.P50 })},
 		row{label: "delay lateness p99", unit: "ms", get: late(func(l *Lateness) float64 { return l.Upper.P99 })},
+		row{label: "retry lateness p50", unit: "ms", get: retry(func(p *Percentiles) float64 { return p.P50 })},
+		row{label: "retry lateness p99", unit: "ms", get: retry(func(p *Percentiles) float64 { return p.P99 })},
 		row{label: "recovery after lease", unit: "ms", get: always(func(t *TargetReport) float64 { return t.Recovery.AfterLeaseMS })},
 		row{label: "recovery total", unit: "ms", get: always(func(t *TargetReport) float64 { return t.Recovery.TotalMS })},
 		row{label: "memory per queued message", unit: "bytes", get: always(func(t *TargetReport) float64 { return t.MemoryBytesPerMessage })},
@@ -226,6 +236,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "retry lateness: redelivery's handler start - (Nack call + %v), %d messages one at a time, subscriber idle (defaults)\n",
+		r.Config.RetryDelay, r.Config.RetryRounds)
 	fmt.Fprintf(w, "recovery: a consumer claims with a %v lease and dies; live subscriber scan:", r.Config.RecoveryLease)
 	for _, t := range r.Targets {
 		fmt.Fprintf(w, " %s %s;", t.Name, t.Recovery.Scan)

@@ -112,6 +112,7 @@ func Run(t *testing.T, factory Factory) {
 		{"Close", testClose},
 		{"Groups", testGroups},
 		{"Delay", testDelay},
+		{"IdleWake", testIdleWake},
 		{"Order", testOrder},
 		{"Priority", testPriority},
 		{"Outage", testOutage},

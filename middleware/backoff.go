@@ -101,11 +101,17 @@ type RetryAfter interface {
 }
 
 // RetryError is the error Backoff returns for a failed delivery: the handler's error with
-// the attempt and the delay the message was nacked with. It unwraps to the handler's error.
+// the attempt, the delay the message was nacked with and when it is due. It unwraps to the
+// handler's error.
 type RetryError struct {
 	Err     error
 	Attempt int
 	Delay   time.Duration
+	// Due is when the redelivery is due, on the local clock: Delay after the handler failed.
+	// The delay runs from when the nack reaches Redis, a round trip or a coalesced ack
+	// batch later, so the message comes back at Due or a few milliseconds after it, while
+	// its group's consumers wait idle as when they are busy. Zero on the final attempt.
+	Due time.Time
 	// Final reports that Attempt reached the MaxDeliveries of the subscriber that delivered
 	// the message (pubsub.MaxDeliveriesOf): the subscriber dead-letters the message instead of
 	// redelivering it.
@@ -117,8 +123,15 @@ func (e *RetryError) Error() string {
 	if e.Final {
 		return fmt.Sprintf("%v (relq: final attempt %d)", e.Err, e.Attempt)
 	}
-	return fmt.Sprintf("%v (relq: attempt %d, redelivery in %v)", e.Err, e.Attempt, e.Delay)
+	if e.Due.IsZero() {
+		return fmt.Sprintf("%v (relq: attempt %d, redelivery in %v)", e.Err, e.Attempt, e.Delay)
+	}
+	return fmt.Sprintf("%v (relq: attempt %d, redelivery in %v, due at %s)", e.Err, e.Attempt, e.Delay,
+		e.Due.Format(dueFormat))
 }
+
+// dueFormat is how RetryError shows its due time: a log line carries the date already.
+const dueFormat = "15:04:05.000"
 
 // Unwrap returns the handler's error.
 func (e *RetryError) Unwrap() error { return e.Err }
@@ -167,7 +180,11 @@ func Backoff(cfg BackoffConfig) (message.HandlerMiddleware, error) {
 			pubsub.SetNackReason(msg, err.Error())
 			limit, _ := pubsub.MaxDeliveriesOf(msg)
 			final := limit > 0 && attempt >= limit
-			return produced, &RetryError{Err: err, Attempt: attempt, Delay: d, Final: final}
+			re := &RetryError{Err: err, Attempt: attempt, Delay: d, Final: final}
+			if !final {
+				re.Due = time.Now().Add(d)
+			}
+			return produced, re
 		}
 	}, nil
 }

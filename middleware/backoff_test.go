@@ -48,6 +48,16 @@ func TestBackoffDelay(t *testing.T) {
 	require.Equal(t, middleware.BackoffConfig{Initial: time.Second, Multiplier: 2, Max: 5 * time.Minute, Jitter: 0.2}, def)
 }
 
+func TestRetryErrorMessage(t *testing.T) {
+	t.Parallel()
+	err := errors.New("card declined")
+	due := time.Date(2026, 12, 3, 7, 30, 1, 250_000_000, time.Local)
+	re := &middleware.RetryError{Err: err, Attempt: 2, Delay: 200 * time.Millisecond, Due: due}
+	require.Equal(t, "card declined (relq: attempt 2, redelivery in 200ms, due at 07:30:01.250)", re.Error())
+	final := &middleware.RetryError{Err: err, Attempt: 3, Final: true}
+	require.Equal(t, "card declined (relq: final attempt 3)", final.Error())
+}
+
 func TestBackoffConfigErrors(t *testing.T) {
 	t.Parallel()
 	for field, c := range map[string]middleware.BackoffConfig{
@@ -130,6 +140,15 @@ func TestBackoffRedeliversThenDeadLetters(t *testing.T) {
 		require.Equal(t, i+1, re.Attempt)
 		require.Equal(t, i == 3, re.Final)
 		require.Equal(t, i == 3, middleware.IsFinalAttempt(d.err))
+		if i < 3 {
+			// Due is the delay after the handler failed, and the log line says so.
+			delay := time.Duration(wantDelay) * time.Millisecond
+			require.False(t, re.Due.Before(d.start.Add(delay)), "attempt %d: due at %v", d.attempt, re.Due)
+			require.False(t, re.Due.After(d.end.Add(delay)), "attempt %d: due at %v", d.attempt, re.Due)
+			require.Contains(t, re.Error(), ", due at "+re.Due.Format("15:04:05.000")+")")
+		} else {
+			require.True(t, re.Due.IsZero(), "a final attempt has no redelivery")
+		}
 		if i > 0 {
 			// Never before the delay set on the previous attempt. Redis keeps due times on
 			// its own clock in whole milliseconds: allow 2ms.

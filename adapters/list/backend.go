@@ -2,6 +2,7 @@ package list
 
 import (
 	"embed"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +37,10 @@ var (
 
 var _ backend.EvictionReader = (*Backend)(nil)
 
+// wakeEntry is the ready entry that wakes a consumer blocked in BLMOVE for a delayed message
+// it cannot see (lua/store.lua's WAKE). Message entries are "id@ms", so it is none of them.
+const wakeEntry = "wake"
+
 // New returns a list Backend on client. The Redis version (>= 6.2) is checked on first use,
 // so New needs no round trip and works while Redis is still starting.
 func New(client redis.UniversalClient, opts Options) (*Backend, error) {
@@ -45,11 +50,13 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		Legacy:   "groups",
 		Keys:     []string{"ready", "delayed", "processing"},
 		Lua:      luaFiles,
+		Prelude:  fmt.Sprintf("local WAKE = %q\n", wakeEntry),
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.AddScript("register")
+	e.AddScript("promote")
 	return &Backend{shared: e, e: e, maxBlock: blockBound(client)}, nil
 }
 
@@ -66,17 +73,14 @@ func blockBound(client redis.UniversalClient) time.Duration {
 // Name returns "list".
 func (b *Backend) Name() string { return "list" }
 
-// Capabilities: FIFO with one consumer, no replay for new groups, no priorities, and orphans
-// in the BLMOVE window. Delays go through a per-group ZSET promoted by Claim and Reclaim, which
-// gives neither delay capability:
-//   - no OnTimeDelay: publishing a delayed message does not wake a consumer blocked in BLMOVE,
-//     so it learns of the new due time only when its Block or the Reclaim loop ends; and a
-//     BLMOVE timeout cut to the due time fires on Redis's server tick (hz, 100ms by default),
-//     not on time;
-//   - no DueOrder: members due at the same millisecond are promoted in ZSET order, which
-//     compares delivery IDs as strings ("100" before "99"), not in publish order.
+// Capabilities: FIFO with one consumer, no replay for new groups, no priorities, orphans in
+// the BLMOVE window, and on-time delays. Delays go through a per-group ZSET promoted by Claim,
+// Reclaim, and a consumer's timer at the earliest due time it knows (see Claim), which a
+// publish or nack that schedules an earlier one tells an idle consumer of: OnTimeDelay. No
+// DueOrder: members due at the same millisecond are promoted in ZSET order, which compares
+// delivery IDs as strings ("100" before "99"), not in publish order.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{FIFO: true, PendingOrphans: true}
+	return backend.Capabilities{FIFO: true, PendingOrphans: true, OnTimeDelay: true}
 }
 
 // keys returns the group's keys.

@@ -30,25 +30,60 @@ const (
 // RPOP. What a nack, release or reclaim makes ready meanwhile is picked up within fullPoll.
 const fullPoll = 100 * time.Millisecond
 
+// promoteTimeout bounds the promote.lua call a consumer runs at a due time it waits for.
+const promoteTimeout = time.Second
+
+// blockOvershoot is how late Redis may end a blocking command after its timeout: it checks
+// those timeouts on its server tick, every 100 ms at the default hz 10.
+const blockOvershoot = 150 * time.Millisecond
+
 // Claim runs claim.lua (promote due delayed messages, then claim up to p.Count). With nothing
 // ready and p.Block > 0 it blocks in BLMOVE ready -> processing, woken by the next publish, for
-// at most the time left of p.Block, the time until the earliest delayed message is due, and
-// the client's read timeout; then register.lua leases the moved entry and claims the rest of
-// p.Count from ready, in the one round trip after the wake-up. A consumer that dies between the
-// two leaves an orphan for Reclaim. When the BLMOVE times out at the end of p.Block, Claim
-// returns nothing without running claim.lua again; the consumer's next Claims go straight to
-// BLMOVE until engine.IdleProbe passes or a delayed message it knows of is due, so an idle
-// consumer runs claim.lua once per probe, not once per Block. A full Redis refuses BLMOVE:
-// then Claim runs claim.lua every fullPoll until Block ends.
+// at most the time left of p.Block and the client's read timeout; then register.lua leases
+// the moved entry and claims the rest of p.Count from ready, in the one round trip after the
+// wake-up. A consumer that dies between the two leaves an orphan for Reclaim. When the BLMOVE
+// times out at the end of p.Block, Claim returns nothing without running claim.lua again; the
+// consumer's next Claims go straight to BLMOVE until the idle probe (a second) passes or a
+// delayed message it knows of is due, so an idle consumer runs claim.lua once per probe, not
+// once per Block. A full Redis refuses BLMOVE: then Claim runs claim.lua every fullPoll until
+// Block ends.
+//
+// Delayed messages come on time to idle consumers: claim.lua marks the group asleep, and a
+// publish or nack that schedules a message due before any other while it is marked pushes a
+// wake-up entry into the empty ready (see lua/store.lua), which ends one consumer's BLMOVE;
+// its next claim.lua reports the due time. A consumer that knows a due time runs promote.lua
+// on a timer at that time, which moves the message into ready, where a BLMOVE takes it at
+// once. The timer never decides what is due: promote.lua does, on the Redis clock.
 func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
 	return b.e.Claim(ctx, p, b.maxBlock, b.wait)
 }
 
-// wait blocks in BLMOVE for at most wait, or until the earliest delayed message is due, and
-// registers the entry it moves. While Redis is full it waits fullPoll (at most wait) instead.
+// wait blocks in BLMOVE for at most wait and registers the entry it moves. dueIn is how long
+// until the earliest delayed message is due (-1: none scheduled): a timer runs promote.lua
+// then, so the BLMOVE takes the message on time. Redis ends blocking timeouts on its server
+// tick, so the BLMOVE's own timeout, cut to blockOvershoot after the due time, is only the
+// fallback should the promotion fail or find nothing (another consumer took it). The timer
+// is stopped, or waited for, before wait returns. While Redis is full it waits fullPoll (at
+// most wait) instead.
 func (b *Backend) wait(ctx context.Context, p *backend.ClaimParams, count int, wait, dueIn time.Duration) ([]backend.Delivery, bool, error) {
 	if dueIn >= 0 {
-		wait = min(wait, dueIn)
+		due := max(dueIn, time.Millisecond)
+		if due < wait {
+			fired := make(chan struct{})
+			timer := time.AfterFunc(due, func() {
+				defer close(fired)
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), promoteTimeout)
+				defer cancel()
+				// The BLMOVE's timeout is the fallback.
+				_ = b.e.RunGroup(pctx, "promote", p.Topic, p.Group, p.Group, b.e.BatchSize()).Err()
+			})
+			defer func() {
+				if !timer.Stop() {
+					<-fired
+				}
+			}()
+		}
+		wait = min(wait, due+blockOvershoot)
 	}
 	entry, err := b.blmove(ctx, p, max(wait, time.Millisecond))
 	switch {
@@ -99,7 +134,7 @@ func (b *Backend) registerOnce(ctx context.Context, p *backend.ClaimParams, coun
 }
 
 // blmove runs BLMOVE ready processing RIGHT LEFT with a millisecond timeout, on a connection
-// of its own (engine.WaitUnblocked). go-redis's typed BLMove rounds timeouts up to whole
+// of its own that it keeps between claims. go-redis's typed BLMove rounds timeouts up to whole
 // seconds, which would stretch every idle claim to 1s. ctx's end does not close the
 // connection: once the BLMOVE has moved an entry, only its reply lets this consumer register
 // it (see registerTimeout). It unblocks the BLMOVE instead (CLIENT UNBLOCK ... TIMEOUT), which

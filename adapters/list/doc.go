@@ -20,7 +20,7 @@
 //	T:backlog:<store key>      ...     what was published while the topic had no group (ready,
 //	                                   delayed, processing), renamed to the first group's
 //	T:g:<group>:ready          LIST    "id@ms" (ready since ms): published at the left, claimed
-//	                                   from the right
+//	                                   from the right; at most one "wake" (no message: see Claim)
 //	T:g:<group>:delayed        ZSET    id -> due (ms): delayed publishes and nack backoff
 //	T:g:<group>:processing     LIST    entries BLMOVE moved, until register.lua leases them
 //	T:g:<group>:pending        ZSET    id -> lease deadline (ms)
@@ -58,8 +58,9 @@
 //
 // An immediate retry, a release and a reclaimed lease go back to the consume end of ready, so
 // they are claimed next; a delayed retry waits in the delayed ZSET. Delayed messages are
-// promoted to the back of ready by Claim and Reclaim once due, so with delays, order is by
-// promotion rather than strictly by due time. A new group sees only messages published after
+// promoted to the back of ready by Claim and Reclaim once due, and by an idle consumer at the
+// due time it waits for, so with delays, order is by promotion rather than strictly by due
+// time; they come on time to idle consumers (Capabilities.OnTimeDelay, see Claim). A new group sees only messages published after
 // it registered (Capabilities.NewGroupReplay is false), but for the topic's first group, which
 // takes the backlog: what was published while the topic had no group.
 package list

@@ -32,7 +32,7 @@ func TestOptions(t *testing.T) {
 	require.Equal(t, BatchSizeDefault, b.e.BatchSize())
 	require.Equal(t, "{"+PrefixDefault+":t}:meta", b.keys("t", "g").Meta(), "keys start with the default prefix")
 	require.Equal(t, "list", b.Name())
-	require.Equal(t, backend.Capabilities{FIFO: true, PendingOrphans: true}, b.Capabilities())
+	require.Equal(t, backend.Capabilities{FIFO: true, PendingOrphans: true, OnTimeDelay: true}, b.Capabilities())
 
 	_, err = New(c, Options{BatchSize: -1})
 	var ce *backend.ConfigError

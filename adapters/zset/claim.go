@@ -20,10 +20,10 @@ const wakeTimeout = time.Second
 // one BLPOP on the group's wake-up list, which every publish (and a claim that leaves due
 // messages behind) pushes a token onto, until a token comes, the earliest scheduled message
 // is due, or p.Block (bounded by the context's deadline and the client's read timeout) is
-// over; on a wake-up it runs claim.lua again. claim.lua marks the group asleep for Block +
-// engine.IdleProbe, so the consumer's next Claims go straight to BLPOP until the probe
-// passes or a due time it knows of comes: an idle consumer sends one BLPOP per Block and one
-// claim.lua per probe, whatever is scheduled.
+// over; on a wake-up it runs claim.lua again. claim.lua marks the group asleep for Block
+// plus the idle probe (a second), so the consumer's next Claims go straight to BLPOP until
+// the probe passes or a due time it knows of comes: an idle consumer sends one BLPOP per
+// Block and one claim.lua per probe, whatever is scheduled.
 //
 // The sleep never decides what is due: claim.lua does, on the Redis clock, and tells how many
 // ms away the earliest scheduled message is. The local clock only measures that span and Block.
@@ -36,8 +36,8 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 }
 
 // sleep blocks in one BLPOP on the group's wake-up list and the consumer's own, for at most
-// wait, on a connection of its own (engine.Wait; ctx ending closes it, which ends the BLPOP),
-// and reports whether a token woke it. dueIn is how long until the earliest
+// wait, on a connection of its own that it keeps between claims (ctx ending closes it, which
+// ends the BLPOP), and reports whether a token woke it. dueIn is how long until the earliest
 // scheduled message is due (-1: none scheduled). Redis ends blocking timeouts late, on its
 // server tick (every 100 ms at the default hz 10), so the BLPOP's timeout cannot wake the
 // consumer on time: a timer pushes a token onto the consumer's own list at the due time

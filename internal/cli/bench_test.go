@@ -86,16 +86,22 @@ func TestBenchQuickJSONHasEveryFigure(t *testing.T) {
 		} else {
 			requireScale(t, name, tr["scale"])
 		}
-		if name == "zset" || name == "streams" {
+		if name != "redisstream" { // every relq backend has on-time delays and nack delays
 			late := tr["delay_lateness_ms"].(map[string]any)
 			for _, bound := range []string{"upper", "lower"} {
 				p := late[bound].(map[string]any)
 				require.IsType(t, 0.0, p["p50"], "%s lateness %s", name, bound)
 				require.IsType(t, 0.0, p["p99"], "%s lateness %s", name, bound)
 			}
+			retry := tr["retry_lateness_ms"].(map[string]any)
+			for _, key := range []string{"p50", "p99", "max"} {
+				require.IsType(t, 0.0, retry[key], "%s retry lateness %s", name, key)
+			}
+			require.Greater(t, retry["n"], 0.0, name)
 		} else {
 			require.Nil(t, tr["delay_lateness_ms"], name)
 			require.NotEmpty(t, tr["delay_note"], name)
+			require.Nil(t, tr["retry_lateness_ms"], name)
 		}
 	}
 	require.Equal(t, map[string]bool{"list": true, "zset": true, "streams": true, "redisstream": true}, names)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 )
@@ -53,6 +55,16 @@ func (e *Engine) RunClaim(ctx context.Context, verb string, p *backend.ClaimPara
 		return Claimed{}, e.claimError(p, err)
 	}
 	return e.claimed(p.Topic, res), nil
+}
+
+// RunGroup runs a store's own verb on one group (list's promote.lua), with the group's KEYS
+// as claim.lua gets them.
+func (e *Engine) RunGroup(ctx context.Context, verb, topic, group string, args ...any) *redis.Cmd {
+	script, ok := e.scripts[verb]
+	if !ok {
+		panic("engine: no script " + verb)
+	}
+	return e.RunScript(ctx, script, e.Keys(topic, group).all, args...)
 }
 
 // claimError names the group of a claim that found it unregistered.

@@ -11,10 +11,10 @@ import (
 // IdleProbe is how often an idle consumer runs the claim script at the start of a Claim. In
 // between, a Claim goes straight to its blocking wait: whatever a publish, nack or reclaim makes
 // ready wakes that wait anyway (list: BLMOVE on ready; zset: a wake-up token, pushed while the
-// group is marked asleep for IdleProbe + Block). What the wait cannot see is a delayed message
-// another process scheduled meanwhile (list only: zset's sleep marks cover those too); the probe
-// and the reclaim loop, which wakes at the earliest due time it knows, bound how late it is
-// promoted.
+// group is marked asleep for IdleProbe + Block). A delayed message scheduled meanwhile, by any
+// process, wakes a consumer too while the group is marked asleep (zset's token, list's wake-up
+// entry), so that it learns the new due time; should that wake-up be lost, the probe and the
+// reclaim loop, which wakes at the earliest due time it knows, bound how late it is promoted.
 const IdleProbe = backendkit.IdleProbe
 
 // Idle remembers which consumers found nothing at their last claim, so their next Claims can

@@ -9,6 +9,9 @@
 -- reply was lost (the caller sends it again), and the entry is returned again as it was
 -- leased. processing holds only entries in that window, so LREM finds it near the head.
 --
+-- The entry may be WAKE (store.lua), which is no message: it is dropped, and the script claims
+-- like claim.lua; the caller's next claim learns the due time WAKE was pushed for.
+--
 -- A paused group's entry goes back to the consume end of ready, where BLMOVE took it from,
 -- and nothing is returned (PAUSED); a group that is not registered gets the error reply gone()
 -- (its keys, processing included, went with its deletion).
@@ -25,8 +28,10 @@ local k = keys_at(TOPIC_KEYS + 1)
 drain_ok(k.meta)
 local _, paused, ephemeral = reg_parse(redis.call('HGET', k.registry, ARGV[5]))
 if paused == nil then return gone(k, ARGV[5]) end
+local wake = ARGV[4] == WAKE
+if wake then redis.call('LREM', k.processing, 1, WAKE) end
 if paused then
-  if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then redis.call('RPUSH', k.ready, ARGV[4]) end
+  if not wake and redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then redis.call('RPUSH', k.ready, ARGV[4]) end
   keep_expiry(k) -- the put-back may have created ready again
   return {PAUSED}
 end
@@ -36,7 +41,9 @@ local now = now_ms()
 local deadline = now + tonumber(ARGV[3])
 local out = {-1}
 local got = 0
-if redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then
+if wake then
+  got = 0
+elseif redis.call('LREM', k.processing, 1, ARGV[4]) == 1 then
   got = lease(k, {id}, nil, consumer, now, deadline, out)
 else
   local r = read_records(k, {id})[1]

@@ -5,6 +5,13 @@
 -- A ready entry is "id@ms": the delivery ID and when it became ready (ms, Redis clock), so the
 -- oldest ready age needs no per-message index. Entries are pushed at the left (the back) and
 -- claimed from the right (the consume end).
+--
+-- ready may also hold one WAKE entry, which is no message: a consumer blocked in BLMOVE sees
+-- only ready, so a script that schedules a delayed message due before any other while the
+-- group is marked asleep (meta's w:<group>, written by store_wait) pushes WAKE into an empty
+-- ready. The consumer that moves it learns the new due time from the claim it runs next, and
+-- runs promote.lua at that time, which moves the message into ready, where BLMOVE takes it.
+-- Every reader of ready and processing skips WAKE (set from Go: backend.go's wakeEntry).
 
 local function entry(id, at)
   return id .. '@' .. ms(at)
@@ -17,20 +24,42 @@ local function split(e)
   return string.sub(e, 1, at - 1), tonumber(string.sub(e, at + 1))
 end
 
+-- wake_for pushes WAKE into ready when a delayed message due at due was just scheduled that
+-- sleeping consumers cannot know of: the group is marked asleep (mark, meta's w:<group>, is
+-- at or after now), nothing is due earlier in delayed (first, its earliest due time before
+-- this script added to it: a consumer learned that one when it was scheduled, or at its last
+-- claim), and ready is empty (what is there wakes a consumer anyway, WAKE included). O(1).
+-- The push may create ready: the caller keeps an ephemeral group's expiry. A full Redis may
+-- refuse it; then the consumers learn of the message at their next probe.
+local function wake_for(k, due, first, mark, now)
+  if not due or not mark or (tonumber(mark) or 0) < now then return end
+  if first and first <= due then return end
+  if redis.call('LLEN', k.ready) > 0 then return end
+  redis.pcall('RPUSH', k.ready, WAKE)
+end
+
 -- store_push routes a publish's messages ({id, delay, prio}) to this group: due ones to the
--- back of ready, delayed ones to delayed.
-local function store_push(k, msgs, now, _)
+-- back of ready, delayed ones to delayed, waking a sleeping consumer (wake_for; mark is the
+-- group's wake mark).
+local function store_push(k, msgs, now, mark)
   local ready, delayed = {}, {}
+  local soonest
   for _, m in ipairs(msgs) do
     if m.delay > 0 then
       delayed[#delayed + 1] = now + m.delay
       delayed[#delayed + 1] = m.id
+      soonest = math.min(soonest or math.huge, now + m.delay)
     else
       ready[#ready + 1] = entry(m.id, now)
     end
   end
   if #ready > 0 then call_chunked('LPUSH', k.ready, ready, 1) end
-  if #delayed > 0 then call_chunked('ZADD', k.delayed, delayed, 2) end
+  if #delayed > 0 then
+    local first = mark and first_due(k, k.delayed)
+    call_chunked('ZADD', k.delayed, delayed, 2)
+    k.first_due = nil
+    wake_for(k, soonest, first, mark, now)
+  end
 end
 
 -- promote moves up to limit due delayed ids to the back of ready, ready since their due time.
@@ -56,15 +85,22 @@ local function store_take(k, n, now, limit)
   promote(k, now, limit)
   local es = redis.call('RPOP', k.ready, n)
   if not es then return {} end
-  for i = 1, #es do es[i] = split(es[i]) end
-  return es
+  local ids = {}
+  for _, e in ipairs(es) do
+    if e ~= WAKE then ids[#ids + 1] = split(e) end
+  end
+  return ids
 end
 
 -- store_claimed: nothing to do; a publish hands list messages to every blocked consumer.
 local function store_claimed(_, _, _, _) end
 
--- store_wait is the ms until the earliest delayed message is due (0: now), or -1.
-local function store_wait(k, now, _, _)
+-- store_wait is the ms until the earliest delayed message is due (0: now), or -1. Called by a
+-- claim (group given) that found nothing, it marks the group asleep in meta until the
+-- caller's wait (block ms) is over, so that a script scheduling a delayed message meanwhile
+-- wakes a consumer (wake_for). The pcall keeps the claim answering on a full Redis.
+local function store_wait(k, now, group, block)
+  if group and block and block > 0 then redis.pcall('HSET', k.meta, 'w:' .. group, now + block) end
   local first = first_due(k, k.delayed)
   if not first then return -1 end
   return math.max(0, first - now)
@@ -72,14 +108,17 @@ end
 
 -- store_back puts items back: a release, an immediate retry and a reclaimed lease at the
 -- consume end, in the order given (the first is claimed first); a requeued dead letter at the
--- back; a delayed retry in delayed.
+-- back; a delayed retry in delayed, waking a sleeping consumer (wake_for) when the caller
+-- named the group (k.name: nack.lua).
 local function store_back(k, items, now)
   local front, back, delayed = {}, {}, {}
+  local soonest
   for i = #items, 1, -1 do -- the first item ends up nearest the consume end
     local it = items[i]
     if it.kind == 'delay' then
       delayed[#delayed + 1] = it.due
       delayed[#delayed + 1] = it.id
+      soonest = math.min(soonest or math.huge, it.due)
     elseif it.kind ~= 'requeue' then
       front[#front + 1] = entry(it.id, now)
     end
@@ -90,8 +129,11 @@ local function store_back(k, items, now)
   if #front > 0 then call_chunked('RPUSH', k.ready, front, 1) end
   if #back > 0 then call_chunked('LPUSH', k.ready, back, 1) end
   if #delayed > 0 then
+    local mark = k.name and redis.call('HGET', k.meta, 'w:' .. k.name)
+    local first = mark and first_due(k, k.delayed)
     call_chunked('ZADD', k.delayed, delayed, 2)
     k.first_due = nil
+    wake_for(k, soonest, first, mark, now)
   end
 end
 
@@ -111,7 +153,10 @@ local function store_upkeep(k, now, n, orphan_lease)
   local es = redis.call('RPOP', k.processing, n)
   if not es then return promoted, 0 end
   local ids = {}
-  for i, e in ipairs(es) do ids[i] = split(e) end
+  for _, e in ipairs(es) do
+    if e ~= WAKE then ids[#ids + 1] = split(e) end -- a WAKE whose consumer died: dropped
+  end
+  if #ids == 0 then return promoted, 0 end
   local tries = redis.call('HMGET', k.retries, unpack(ids))
   local items, retried, done = {}, {}, {}
   for i, id in ipairs(ids) do
@@ -129,6 +174,8 @@ local function store_upkeep(k, now, n, orphan_lease)
 end
 
 -- store_size is how many messages the store holds: ready, delayed and in processing. O(1).
+-- A WAKE waiting in ready counts too: there is one at most, and only in a group's store, not
+-- in a topic's backlog, which is what store_size bounds.
 local function store_size(k)
   return redis.call('LLEN', k.ready) + redis.call('ZCARD', k.delayed) + redis.call('LLEN', k.processing)
 end
@@ -137,16 +184,21 @@ end
 -- ready), then the earliest delayed, then processing, and returns their ids and how many it
 -- removed (a backlog over its limit, a deleted group's keys being freed).
 local function store_drop(k, n)
-  local ids = {}
-  for _, e in ipairs(redis.call('RPOP', k.ready, n) or {}) do ids[#ids + 1] = split(e) end
-  if #ids < n then
-    local z = redis.call('ZPOPMIN', k.delayed, n - #ids)
+  local ids, removed = {}, 0
+  local function add(es)
+    for _, e in ipairs(es or {}) do
+      if e ~= WAKE then ids[#ids + 1] = split(e) end
+      removed = removed + 1
+    end
+  end
+  add(redis.call('RPOP', k.ready, n))
+  if removed < n then
+    local z = redis.call('ZPOPMIN', k.delayed, n - removed)
     for i = 1, #z, 2 do ids[#ids + 1] = z[i] end
+    removed = removed + #z / 2
   end
-  if #ids < n then
-    for _, e in ipairs(redis.call('RPOP', k.processing, n - #ids) or {}) do ids[#ids + 1] = split(e) end
-  end
-  return ids, #ids
+  if removed < n then add(redis.call('RPOP', k.processing, n - removed)) end
+  return ids, removed
 end
 
 -- store_counts returns ready, delayed, the oldest ready-since time among the window entries at
@@ -154,13 +206,16 @@ end
 -- Everything between the ends was pushed at the back in time order (publish, requeue) or is a
 -- promoted delayed message ready since its due time; retries and reclaims go to the consume
 -- end. So the age is exact unless more than window of those sit at the consume end, or a
--- promoted message is more than window from the back; then it is a lower bound.
+-- promoted message is more than window from the back; then it is a lower bound. A WAKE in
+-- ready is no message and not counted, when the scan sees it (always, unless ready holds more
+-- than twice window entries).
 local function store_counts(k, now, window)
   local n = redis.call('LLEN', k.ready)
-  local oldest
+  local oldest, wakes = nil, 0
   local function scan(from, to)
     for _, e in ipairs(redis.call('LRANGE', k.ready, from, to)) do
       local _, at = split(e)
+      if e == WAKE then wakes = wakes + 1 end
       if at and (not oldest or at < oldest) then oldest = at end
     end
   end
@@ -168,7 +223,7 @@ local function store_counts(k, now, window)
     scan(-window, -1)
     if n > window then scan(0, math.min(window, n - window) - 1) end
   end
-  return n, redis.call('ZCARD', k.delayed), oldest, redis.call('LLEN', k.processing)
+  return n - wakes, redis.call('ZCARD', k.delayed), oldest, redis.call('LLEN', k.processing)
 end
 
 -- Admin: listing and finding messages
@@ -205,13 +260,15 @@ local function store_ready_page(k, cur, count, limit, depth, items)
     local es = redis.call('LRANGE', k.ready, -(pos + c), -(pos + 1))
     local chunk, ids = {}, {}
     for i = #es, 1, -1 do
-      local id = split(es[i])
-      chunk[#chunk + 1] = {id = id, state = 'ready'}
-      ids[#ids + 1] = id
+      if es[i] ~= WAKE then
+        local id = split(es[i])
+        chunk[#chunk + 1] = {id = id, state = 'ready'}
+        ids[#ids + 1] = id
+      end
       last = es[i]
     end
     pos, seen = pos + #es, seen + #es
-    local tries = read_tries(k, ids)
+    local tries = #ids > 0 and read_tries(k, ids) or {}
     for i, it in ipairs(chunk) do
       if tries[i] ~= ACKED then
         it.attempts = tonumber(tries[i]) or 0

@@ -52,6 +52,7 @@ for i, id in ipairs(ids) do
   end
 end
 unpend(k, held)
+k.name = ARGV[1] -- a delayed retry may wake the group's sleeping consumers (store_back)
 store_back(k, back, now)
 keep_attempts(k, back)
 bury(k, dead, now)
