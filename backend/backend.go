@@ -320,6 +320,10 @@ type ReclaimResult struct {
 	DeadLettered int
 	Orphans      int // pending deliveries without a lease that got one
 	Promoted     int // delayed messages that became ready
+	// Removed counts the consumers of ended subscriptions the call deleted (streams, which
+	// keeps a consumer per subscription in Redis), so that a caller goes on at once while
+	// there are more.
+	Removed int
 	// NextExpiry is how long, on the Redis clock, until the earliest lease of the group that
 	// is still pending after this call's own work expires (or, on a backend that promotes
 	// delayed messages in Reclaim, the earliest of those is due, if sooner), so that the

@@ -119,7 +119,7 @@ func reclaimWait(res backend.ReclaimResult, untilSweep, idle time.Duration) (wai
 		return untilSweep, 0
 	}
 	soon := max(res.NextExpiry, 0) + jitter(expiryMargin, 0.5)
-	worked := res.Reclaimed+res.DeadLettered+res.Orphans+res.Promoted > 0
+	worked := res.Reclaimed+res.DeadLettered+res.Orphans+res.Promoted+res.Removed > 0
 	if res.NextExpiry <= expiryMargin && !worked {
 		idle = min(max(2*idle, expiryMargin), untilSweep)
 		soon = max(soon, idle)

@@ -135,6 +135,7 @@ func TestReclaimWait(t *testing.T) {
 		{name: "sweep first", res: backend.ReclaimResult{NextExpiry: time.Hour}, min: sweep, max: sweep},
 		{name: "full batch", res: backend.ReclaimResult{Reclaimed: 100, NextExpiry: time.Millisecond}, min: time.Millisecond + lo, max: time.Millisecond + hi},
 		{name: "negative", res: backend.ReclaimResult{Reclaimed: 100, NextExpiry: -time.Second}, min: lo, max: hi},
+		{name: "consumers removed, more to go", res: backend.ReclaimResult{Removed: 50, NextExpiry: time.Millisecond}, min: time.Millisecond + lo, max: time.Millisecond + hi},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

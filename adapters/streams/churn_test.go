@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/internal/adaptertest"
 	"github.com/relq/relq/pubsub"
 	"github.com/stretchr/testify/require"
 )
@@ -157,4 +158,54 @@ func TestReclaimKeepsConsumersWhenToldAndThoseOfOtherPrograms(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cs, 1, "another program's consumer stays")
 	require.Equal(t, "foreign", cs[0].Name)
+}
+
+// With the default ConsumerIdleTimeout, a consumer counts as quiet a lease after its last
+// claim that took entries, not at once: a Reclaim right after its ack leaves it in the group.
+func TestConsumerIsQuietALeaseAfterItsClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.EnsureGroup("t", "g")
+	e.Publish("t", "x")
+	before := e.redisNow()
+	e.Ack("t", "g", "c", e.ClaimLease("t", "g", "c", 1, time.Minute)...)
+
+	score, err := e.C.ZScore(e.Ctx, e.gk("t", "g").quiet, "c").Result()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, int64(score), before.Add(time.Minute).UnixMilli(), "quiet a lease after the claim")
+	res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+	require.NoError(t, err)
+	require.Zero(t, res.Removed)
+	cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "a consumer within its lease stays")
+}
+
+// A claim whose read found only entries not due yet parks them, but its XREADGROUP made the
+// consumer in the group all the same: it is indexed, and deleted once quiet.
+func TestConsumerOfAClaimThatOnlyParkedIsDeletedOnceQuiet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
+	e.EnsureGroup("t", "g")
+	_, err := e.b.Publish(e.Ctx, &backend.PublishParams{Topic: "t", Messages: []backend.OutMessage{
+		{Envelope: adaptertest.Envelope("later"), Delay: time.Hour}}})
+	require.NoError(t, err)
+	require.Empty(t, e.Claim("t", "g", "c", 1))
+	consumers := func() []string {
+		cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
+		require.NoError(t, err)
+		var names []string
+		for _, c := range cs {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	require.Contains(t, consumers(), "c", "the read made the consumer")
+	require.Eventually(t, func() bool {
+		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+		require.NoError(t, err)
+		return res.Removed == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NotContains(t, consumers(), "c")
+	require.Equal(t, int64(1), e.counts("t", "g").Delayed, "the parked message stays")
 }

@@ -93,7 +93,7 @@ func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backen
 	}
 	b.tidy(ctx, p.Topic, slices.DeleteFunc(toStrings(reply[5:7]), func(g string) bool { return g == "" }))
 	n, _ := backendkit.Ints(reply[:5], nil)
-	res := backend.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1])}
+	res := backend.ReclaimResult{Reclaimed: int(n[0]), DeadLettered: int(n[1]), Removed: int(n[2])}
 	switch {
 	case n[4] == 1:
 		res.NextExpiry = time.Millisecond

@@ -20,8 +20,6 @@ local ids = {}
 for i = 4, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
 local pel, gone = pel_of(k, ids, consumer)
 if gone then return ids end
-redis.call('HSET', k.leases, consumer, ARGV[3])
-keep_ttl(k, {k.leases})
 local held, added = {}, {}
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]
@@ -30,6 +28,12 @@ for i = 4, #ARGV, 2 do
     held[#held + 1] = id
     added[id] = true
   end
+end
+-- The lease record only for a consumer that still holds something: reclaim may have
+-- deleted one whose entries it parked, and nothing would remove a record written for it.
+if #held > 0 then
+  redis.call('HSET', k.leases, consumer, ARGV[3])
+  keep_ttl(k, {k.leases})
 end
 local kept = {}
 for _, id in ipairs(call_ids('XCLAIM', k.stream, {k.group, consumer, 0}, held, {'JUSTID'})) do

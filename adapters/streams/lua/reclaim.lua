@@ -76,7 +76,7 @@
 -- Returns {reclaimed, dead_lettered, removed consumers, ms until the earliest lease a holder
 -- may hold expires (-1: none), 1 if more may have expired already, else 0, an ephemeral group
 -- of the topic that expired, a group of the topic whose delete is unfinished} ('': none; the
--- caller deletes them). On a group that is not registered it writes nothing.
+-- caller deletes them). On a group that is not registered it changes no state of the group.
 
 local k = {stream = KEYS[1], retry = KEYS[2], counters = KEYS[3], pending = KEYS[4],
   leases = KEYS[5], dead = KEYS[6], dead_index = KEYS[7], dead_refs = KEYS[8], delayed = KEYS[9],

@@ -331,8 +331,8 @@ local function reg_value(seq, paused, ephemeral)
 end
 
 -- gone is the error reply for a call on a group that is not registered: RELQGONE when an
--- operator deleted it (a tombstone: Go's pubsub.ErrGroupDeleted), RELQLOST when it vanished
--- without one (pubsub.ErrGroupLost), which a running subscription answers by registering it
+-- operator deleted it (a tombstone: Go's backend.ErrGroupDeleted), RELQLOST when it vanished
+-- without one (backend.ErrGroupLost), which a running subscription answers by registering it
 -- again.
 local function gone(k, group)
   if tombstoned(k.tombs, group, now_ms()) then return redis.error_reply('RELQGONE group was deleted') end
