@@ -33,7 +33,7 @@ func TestSubscribeCancelCyclesLeaveNoStateBehind(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
 	pub, err := pubsub.NewPublisher(e.b, pubsub.PublisherConfig{}, nil)
 	require.NoError(t, err)
-	sub, err := pubsub.NewSubscriber(e.b, pubsub.SubscriberConfig{Group: "g"}, nil)
+	sub, err := pubsub.NewSubscriber(e.b, pubsub.SubscriberConfig{Group: "g", Lease: 300 * time.Millisecond}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, sub.Close()) })
 
@@ -57,7 +57,8 @@ func TestSubscribeCancelCyclesLeaveNoStateBehind(t *testing.T) {
 		require.Zero(t, idleEntries(e.b), "cycle %d: the ended subscription's idle state should be gone", i)
 	}
 
-	// Every consumer holds nothing, and is quiet a millisecond after its last claim.
+	// Every consumer holds nothing: once its lease ended, a Reclaim finds it empty and marks it
+	// quiet, and a millisecond later one deletes it.
 	require.Eventually(t, func() bool {
 		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
 		require.NoError(t, err)
@@ -92,8 +93,7 @@ func TestIdleStateUnusedForIdleStaleIsDropped(t *testing.T) {
 }
 
 // Reclaim deletes at most reclaimStep quiet consumers per call, and reports more while it
-// meets that many, so that the reclaim loop goes on at once: no call reads every consumer
-// the group has had.
+// meets that many, so that the reclaim loop goes on at once: no call reads every consumer.
 func TestReclaimDeletesQuietConsumersAStepPerCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.ConsumerIdleTimeout = time.Millisecond })
@@ -102,7 +102,7 @@ func TestReclaimDeletesQuietConsumersAStepPerCall(t *testing.T) {
 	e.Publish("t", payloads("x", n)...)
 	for i := range n {
 		consumer := "c" + strconv.Itoa(i)
-		e.Ack("t", "g", consumer, e.Claim("t", "g", consumer, 1)...)
+		e.Ack("t", "g", consumer, e.ClaimLease("t", "g", consumer, 1, 10*time.Millisecond)...)
 	}
 	consumers := func() int {
 		cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
@@ -110,20 +110,32 @@ func TestReclaimDeletesQuietConsumersAStepPerCall(t *testing.T) {
 		return len(cs)
 	}
 	require.Equal(t, n, consumers())
-	require.Eventually(t, func() bool { // quiet a millisecond after its claim
-		return e.C.ZCount(e.Ctx, e.gk("t", "g").quiet, "-inf", strconv.FormatInt(time.Now().UnixMilli()-5, 10)).Val() == int64(n)
+	require.Eventually(t, func() bool { // every lease ended: every holder is due
+		return e.C.ZCount(e.Ctx, e.gk("t", "g").holders, "-inf", strconv.FormatInt(e.redisNow().UnixMilli(), 10)).Val() == int64(n)
 	}, 10*time.Second, time.Millisecond)
 
-	for _, left := range []int{n - reclaimStep, n - 2*reclaimStep} {
+	removed, calls := 0, 0
+	deadline := time.Now().Add(10 * time.Second)
+	for consumers() > 0 && time.Now().Before(deadline) {
 		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
 		require.NoError(t, err)
-		require.Equal(t, time.Millisecond, res.NextExpiry, "a full step: more may be quiet")
-		require.Equal(t, left, consumers())
+		require.LessOrEqual(t, res.Removed, reclaimStep)
+		if res.Removed == reclaimStep {
+			require.Equal(t, time.Millisecond, res.NextExpiry, "a full step: more may be quiet")
+		}
+		removed += res.Removed
+		calls++
 	}
+	require.Zero(t, consumers())
+	require.Equal(t, n, removed)
+	require.GreaterOrEqual(t, calls, 3, "no call deletes more than a step")
 	res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Zero(t, res.NextExpiry)
-	require.Zero(t, consumers())
+	k := e.gk("t", "g")
+	for _, key := range []string{k.holders, k.quiet, k.leases} {
+		require.Zero(t, e.C.Exists(e.Ctx, key).Val(), key)
+	}
 }
 
 // ConsumerIdleTimeout -1 keeps every consumer: claims index none as quiet, and Reclaim deletes
@@ -160,25 +172,35 @@ func TestReclaimKeepsConsumersWhenToldAndThoseOfOtherPrograms(t *testing.T) {
 	require.Equal(t, "foreign", cs[0].Name)
 }
 
-// With the default ConsumerIdleTimeout, a consumer counts as quiet a lease after its last
-// claim that took entries, not at once: a Reclaim right after its ack leaves it in the group.
-func TestConsumerIsQuietALeaseAfterItsClaim(t *testing.T) {
+// With the default ConsumerIdleTimeout, a consumer is deleted a lease after a Reclaim found it
+// holding nothing, which is at the earliest a lease after its claim: never while it may
+// still hold what it claimed.
+func TestConsumerIsQuietALeaseAfterItHeldNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.EnsureGroup("t", "g")
 	e.Publish("t", "x")
-	before := e.redisNow()
-	e.Ack("t", "g", "c", e.ClaimLease("t", "g", "c", 1, time.Minute)...)
+	const lease = 300 * time.Millisecond
+	claimed := time.Now()
+	e.Ack("t", "g", "c", e.ClaimLease("t", "g", "c", 1, lease)...)
+	consumers := func() int {
+		cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
+		require.NoError(t, err)
+		return len(cs)
+	}
 
-	score, err := e.C.ZScore(e.Ctx, e.gk("t", "g").quiet, "c").Result()
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, int64(score), before.Add(time.Minute).UnixMilli(), "quiet a lease after the claim")
 	res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
 	require.NoError(t, err)
 	require.Zero(t, res.Removed)
-	cs, err := e.C.XInfoConsumers(e.Ctx, e.tk("t").stream, "g").Result()
-	require.NoError(t, err)
-	require.Len(t, cs, 1, "a consumer within its lease stays")
+	require.Equal(t, 1, consumers(), "a consumer within its lease stays")
+	require.Eventually(t, func() bool {
+		res, err := e.b.Reclaim(e.Ctx, &backend.ReclaimParams{Topic: "t", Group: "g"})
+		require.NoError(t, err)
+		return res.Removed == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(claimed), 2*lease-20*time.Millisecond,
+		"deleted a lease after its lease ended, not sooner")
+	require.Zero(t, consumers())
 }
 
 // A claim whose read found only entries not due yet parks them, but its XREADGROUP made the

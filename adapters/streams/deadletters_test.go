@@ -117,8 +117,8 @@ func TestPurgeDeletesDeadLettersAndWithDeleteOnAckTheirEntries(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Zero(t, e.xlen(k.topic.stream))
 	require.Equal(t, counts{}, e.counts("t", "g"))
-	require.Equal(t, []string{"g:g:counters", "g:g:holders", "g:g:leases", "g:g:quiet", "g:other:counters", "g:other:holders",
-		"g:other:leases", "g:other:quiet", "meta", "published", "stream"}, e.Keys("t"),
+	require.Equal(t, []string{"g:g:counters", "g:g:holders", "g:g:leases", "g:other:counters", "g:other:holders",
+		"g:other:leases", "meta", "published", "stream"}, e.Keys("t"),
 		"meta holds the publish lane's record")
 }
 

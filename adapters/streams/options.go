@@ -69,8 +69,8 @@ type Options struct {
 	// entries scanned per claim, expired leases per Reclaim, dead letters requeued or purged
 	// per round trip. Defaults to BatchSizeDefault (1000).
 	BatchSize int
-	// ConsumerIdleTimeout is how long after its last claim that took messages a consumer
-	// counts as quiet: Reclaim deletes quiet consumers that hold nothing (XGROUP DELCONSUMER;
+	// ConsumerIdleTimeout is how long after a Reclaim found it holding nothing (its leases
+	// ended) a consumer counts as quiet: Reclaim deletes quiet consumers that hold nothing (XGROUP DELCONSUMER;
 	// one that holds entries stays until they are acked or reclaimed), so that the consumer
 	// names of ended subscriptions and stopped processes do not pile up. A running
 	// subscription's consumer deleted while idle is made again by its next claim that takes a

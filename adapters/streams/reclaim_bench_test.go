@@ -15,9 +15,10 @@ import (
 )
 
 // BenchmarkReclaimAfterEndedSubscriptions: one group has had 5,000 subscriptions, each of
-// which claimed a message under a 100 ms lease, acked it and ended. Once they are quiet,
+// which claimed a message under a 100 ms lease, acked it and ended. Once their leases ended,
 // Reclaim runs as a subscription's reclaim loop runs it: again at once while it reports more
-// (NextExpiry 1ms), then 10 more times. On a private server that logs every command
+// (NextExpiry 1ms), which finds the consumers holding nothing and marks them quiet; again so
+// once the quiet period passed, which deletes them; then 10 more times. On a private server that logs every command
 // (slowlog-log-slower-than 0; Redis 7 logs the commands a script calls too), it reports the
 // slowest Redis call of the first Reclaims (slowest-µs, from SLOWLOG GET; median-µs is their
 // median script call) and of the 10 after (steady-slowest-µs), how many Reclaims reported more (calls) and the consumers the group has
@@ -43,7 +44,7 @@ func BenchmarkReclaimAfterEndedSubscriptions(b *testing.B) {
 				// that the figure is the Reclaims' own.
 				_, err := be.Reclaim(ctx, &backend.ReclaimParams{Topic: topic + "-warm", Group: "g"})
 				require.NoError(b, err)
-				time.Sleep(150 * time.Millisecond) // past the lease: every consumer is quiet
+				time.Sleep(150 * time.Millisecond) // past the lease: every holder is due
 				require.NoError(b, c.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
 				require.NoError(b, c.ConfigSet(ctx, "slowlog-max-len", "100000").Err())
 				require.NoError(b, c.SlowLogReset(ctx).Err())
@@ -54,9 +55,19 @@ func BenchmarkReclaimAfterEndedSubscriptions(b *testing.B) {
 					require.NoError(b, err)
 					return res.NextExpiry
 				}
-				calls := 1
-				for reclaim() == time.Millisecond && calls < 1000 {
+				// The first pass finds the holders empty and marks them quiet; the second, once
+				// the quiet period (the lease, or 1 ms) passed, deletes them.
+				calls := 0
+				for pass := range 2 {
+					if pass == 1 {
+						b.StopTimer()
+						time.Sleep(150 * time.Millisecond)
+						b.StartTimer()
+					}
 					calls++
+					for reclaim() == time.Millisecond && calls < 1000 {
+						calls++
+					}
 				}
 				b.StopTimer()
 				slowest, worst, median := slowestCall(b, ctx, c)

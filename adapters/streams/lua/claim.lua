@@ -20,11 +20,12 @@
 -- keep_ttl). A claim of an idle consumer (no retry, nothing unread) runs three commands: the
 -- SISMEMBER of the paused groups, that ZRANGE and the XREADGROUP; TIME only when a retry or
 -- an entry needs it, XINFO GROUPS only when the caller knows no position. A claim that takes
--- entries adds two ZADDs: the consumer's place in holders (LT: the earliest lease it may hold)
--- and in quiet. Only an XREADGROUP that reads entries makes the consumer in the group (one that
--- reads nothing makes none), so a claim indexes the consumer in quiet whenever its read found
--- entries, even if it parked or dropped them all: one deleted while idle is made and indexed
--- again by its next claim that reads something.
+-- entries writes the consumer's place in holders (ZADD LT: the earliest lease it may hold), and
+-- its lease record only when that ZADD added it. quiet is reclaim.lua's to fill, when a holder
+-- leaves holders holding nothing; but only an XREADGROUP that reads entries makes the consumer
+-- in the group (one that reads nothing makes none), so a claim whose read found entries and
+-- parked or dropped them all indexes its consumer in quiet itself. One deleted while idle is
+-- made and indexed again by its next claim that reads something.
 --
 -- KEYS[1] -> stream (STREAM)
 -- KEYS[2] -> retry (ZSET padded id -> due ms) the group's parked deliveries
@@ -259,21 +260,22 @@ for _, c in ipairs(cands) do
   end
 end
 
--- The quiet period: ConsumerIdleTimeout, or (0) the consumer's lease, as reclaim.lua reads it.
-local quiet_for = quiet_ms > 0 and quiet_ms or tonumber(ARGV[5])
 if #at > 0 then
-  redis.call('HSET', k.leases, consumer, ARGV[5])
-  redis.call('ZADD', k.holders, 'LT', clock() + tonumber(ARGV[5]), consumer)
-  if quiet_ms >= 0 then redis.call('ZADD', k.quiet, clock() + quiet_for, consumer) end
+  -- The lease record is written when the consumer joins holders: it stays while the
+  -- consumer is there (a subscription's lease does not change), and the heartbeat keeps it.
+  if redis.call('ZADD', k.holders, 'LT', clock() + tonumber(ARGV[5]), consumer) == 1 then
+    redis.call('HSET', k.leases, consumer, ARGV[5])
+  end
   call_chunked('ZADD', k.pending, at, 2)
   redis.call('HINCRBY', k.counters, 'claimed', #at / 2)
-  keep_ttl(k, {k.leases, k.pending, k.retry, k.holders, k.quiet})
+  keep_ttl(k, {k.leases, k.pending, k.retry, k.holders})
   return out
 end
 -- The XREADGROUP made the consumer if it read anything, even if all it read was parked or
--- dropped: index it, so that reclaim deletes it once quiet like any other.
+-- dropped: it is indexed as quiet a quiet period from now, so that reclaim deletes it then
+-- unless it holds something.
 if read > 0 and quiet_ms >= 0 then
-  redis.call('ZADD', k.quiet, clock() + quiet_for, consumer)
+  redis.call('ZADD', k.quiet, clock() + (quiet_ms > 0 and quiet_ms or tonumber(ARGV[5])), consumer)
   keep_ttl(k, {k.quiet})
 end
 if #park_ids > 0 then keep_ttl(k, {k.retry}) end

@@ -27,12 +27,14 @@
 -- before the due holders are read. Such a holder has no lease record: the orphan lease of
 -- the call that reads it judges its entries and scores it.
 --
--- quiet (ZSET consumer -> ms) holds the consumers relq's claims made, scored by when they
--- count as quiet: their last claim that took entries plus the quiet period (ARGV[7]:
--- Options.ConsumerIdleTimeout, or the consumer's lease). Each call takes up to S quiet ones:
--- one that holds nothing is deleted (XGROUP DELCONSUMER, which would drop PEL entries: only
--- with none), with its lease and walk; one that holds entries is made due in holders and
--- looked at again a quiet period later. A live subscription's consumer deleted while idle is
+-- quiet (ZSET consumer -> ms) holds relq's consumers that held nothing when last looked at,
+-- scored by when they count as quiet: a quiet period (ARGV[7]: Options.ConsumerIdleTimeout,
+-- or the consumer's lease) after this script found a holder empty, or after a claim whose read
+-- parked all it read. So claims that take entries write nothing for it. Each call takes up to
+-- S quiet ones: one back in holders (a claim took entries since) just leaves quiet; one that
+-- holds nothing is deleted (XGROUP DELCONSUMER, which would drop PEL entries: only with none),
+-- with its lease and walk; one that holds entries is made due in holders and looked at again
+-- a quiet period later. A live subscription's consumer deleted while idle is
 -- made and indexed again by its next claim that takes entries (an XREADGROUP that reads
 -- nothing makes no consumer).
 --
@@ -160,6 +162,7 @@ end
 -- when its whole PEL was read and nothing of it is leased any more.
 local due = redis.call('ZRANGEBYSCORE', k.holders, '-inf', now, 'LIMIT', 0, step)
 local emptied = {} -- holders read whole and found to hold nothing once this call parks
+local quiets = {} -- ZADD arguments: when each emptied relq consumer counts as quiet
 if #due > 0 then
   local leases = call_ids('HMGET', k.leases, {}, due)
   local from = call_ids('HMGET', k.reclaim_from, {}, due)
@@ -198,6 +201,12 @@ if #due > 0 then
     if ended and not from[i] and not h.soonest then
       empty[#empty + 1] = name -- holds nothing, or only what this call parks
       emptied[name] = true
+      -- A relq consumer (one with a lease record) counts as quiet a quiet period from now,
+      -- unless a claim takes entries before then.
+      if quiet_ms >= 0 and leases[i] then
+        quiets[#quiets + 1] = now + (quiet_ms > 0 and quiet_ms or h.lease)
+        quiets[#quiets + 1] = name
+      end
     else
       scores[#scores + 1] = (going or stopped) and now or now + (h.soonest or 0)
       scores[#scores + 1] = name
@@ -210,6 +219,10 @@ if #due > 0 then
   call_ids('HDEL', k.reclaim_from, {}, restart)
   call_ids('ZREM', k.holders, {}, empty)
   if #scores > 0 then call_chunked('ZADD', k.holders, scores, 2) end
+  if #quiets > 0 then
+    call_chunked('ZADD', k.quiet, quiets, 2)
+    walked = true
+  end
 end
 
 local reclaimed = park(k, park_ids, park_at)
@@ -241,11 +254,14 @@ call_ids('ZREM', k.pending, {}, handled)
 if quiet_ms >= 0 then
   local q = redis.call('ZRANGEBYSCORE', k.quiet, '-inf', now, 'LIMIT', 0, step)
   if #q == step then more = 1 end
-  local gone, later, hold = {}, {}, {}
-  local qleases = {}
+  local gone, later, hold, busy = {}, {}, {}, {}
+  local qleases, held = {}, {}
+  if #q > 0 then held = call_ids('ZMSCORE', k.holders, {}, q) end
   if quiet_ms == 0 and #q > 0 then qleases = call_ids('HMGET', k.leases, {}, q) end
   for i, name in ipairs(q) do
-    if not emptied[name] and redis.call('XPENDING', k.stream, k.group, '-', '+', 1, name)[1] then
+    if held[i] then
+      busy[#busy + 1] = name -- a claim took entries since: holders has it again
+    elseif not emptied[name] and redis.call('XPENDING', k.stream, k.group, '-', '+', 1, name)[1] then
       later[#later + 1] = now + (quiet_ms > 0 and quiet_ms or tonumber(qleases[i] or orphan))
       later[#later + 1] = name
       hold[#hold + 1] = now
@@ -261,6 +277,7 @@ if quiet_ms >= 0 then
     walked = true
   end
   call_ids('ZREM', k.quiet, {}, gone)
+  call_ids('ZREM', k.quiet, {}, busy)
   call_ids('ZREM', k.holders, {}, gone)
   call_ids('HDEL', k.leases, {}, gone)
   call_ids('HDEL', k.reclaim_from, {}, gone)
