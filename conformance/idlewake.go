@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -96,19 +95,7 @@ func idleWakePeer(t *testing.T, h Harness) {
 	lateness := make([]time.Duration, idleWakeRounds)
 	for i := range idleWakeRounds {
 		noMessage(t, ch, idleWakeSettle)
-		msg := newMessage(strconv.Itoa(i))
-		pubsub.SetDelay(msg, idleWakeDelay)
-		start := time.Now()
-		publish(t, pub, topic, msg)
-		published := time.Now()
-
-		got := receive(t, ch)
-		arrived := time.Now()
-		require.Equal(t, msg.UUID, got.UUID, "round %d", i)
-		require.Equal(t, 1, pubsub.Attempt(got), "round %d", i)
-		notEarly(t, arrived.Sub(start), idleWakeDelay, fmt.Sprintf("round %d: delivered", i))
-		lateness[i] = arrived.Sub(published) - idleWakeDelay
-		require.True(t, got.Ack())
+		lateness[i] = delayedRound(t, pub, topic, ch, i, idleWakeDelay)
 		requireSettled(t, h, topic, backend.DefaultGroup, 0)
 	}
 	requireMedianOnTime(t, "published by a peer", lateness)
@@ -117,10 +104,5 @@ func idleWakePeer(t *testing.T, h Harness) {
 // requireMedianOnTime checks the median of lateness against idleWakeBound and logs them all.
 func requireMedianOnTime(t *testing.T, what string, lateness []time.Duration) {
 	t.Helper()
-	sorted := slices.Clone(lateness)
-	slices.Sort(sorted)
-	median := sorted[len(sorted)/2]
-	t.Logf("lateness after the due time of messages %s, by round: %v (median %v)", what, lateness, median)
-	require.Less(t, median, idleWakeBound, "median lateness of %d messages %s while the consumer was idle (Block %v); by round: %v",
-		len(lateness), what, idleWakeBlock, lateness)
+	requireMedianBelow(t, lateness, idleWakeBound, fmt.Sprintf("messages %s while the consumer was idle (Block %v)", what, idleWakeBlock))
 }

@@ -14,20 +14,19 @@ import (
 // (states that only failures produce, so the conformance suite can check the recovery paths
 // against real Redis) and hooks on the blocking claims' connections. No production code
 // reaches it.
-type inner struct{ b *Backend }
+type inner struct {
+	engine.Sealed
+	b *Backend
+}
 
 func init() {
 	seal.Register(func(x any) (seal.Inner, bool) {
 		b, ok := x.(*Backend)
-		return inner{b}, ok
+		if !ok {
+			return nil, false
+		}
+		return inner{engine.Sealed{E: b.e}, b}, true
 	})
-}
-
-// InjectCorrupt stores data, bypassing the envelope codec, as a new message ready for group on
-// topic (one inject.lua call), as foreign or corrupt data would be. Claiming it yields a
-// Delivery whose Err wraps backend.ErrCorruptEntry.
-func (f inner) InjectCorrupt(ctx context.Context, topic, group string, data []byte) error {
-	return f.b.e.InjectCorrupt(ctx, topic, group, data)
 }
 
 // InjectOrphan moves the next ready entry of group to processing with one LMOVE and no lease, as
@@ -45,15 +44,3 @@ func (f inner) InjectOrphan(ctx context.Context, topic, group string) (string, e
 	id, _, _ := strings.Cut(entry, "@") // BLMOVE leaves the ready entry "id@ms" as it is
 	return id, err
 }
-
-// DeleteBody deletes the stored body of message id, as a hand edit or a lost write would;
-// the next claim of it dead-letters it with the reason "body missing".
-func (f inner) DeleteBody(ctx context.Context, topic, id string) error {
-	return f.b.e.DeleteBody(ctx, topic, id)
-}
-
-// AddWaitHook adds hook to the connections of blocking claims, which are not the client's.
-func (f inner) AddWaitHook(hook redis.Hook) { f.b.e.AddWaitHook(hook) }
-
-// Engine returns the backend's engine, for the engine's own tests of this store.
-func (f inner) Engine() *engine.Engine { return f.b.e }
