@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relq/relq/internal/keys"
 )
 
 // The subscriptions of a group share its partitions without a coordinator: each one calls
@@ -27,8 +29,11 @@ type AssignKeys struct {
 
 // GroupAssignKeys returns the assignment keys of group on the topic whose keys carry tag.
 func GroupAssignKeys(tag, group string) AssignKeys {
-	base := tag + ":pg:" + group
-	return AssignKeys{Members: base + ":members", Owners: base + ":owners", Epochs: base + ":epochs"}
+	return AssignKeys{
+		Members: keys.Join(tag, "pg", group, "members"),
+		Owners:  keys.Join(tag, "pg", group, "owners"),
+		Epochs:  keys.Join(tag, "pg", group, "epochs"),
+	}
 }
 
 // Owned is a partition a member holds, with the epoch it took it in.

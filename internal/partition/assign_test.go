@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
 )
 
@@ -22,7 +23,7 @@ type group struct {
 }
 
 func newGroup(t *testing.T, c *redis.Client, p int, lease time.Duration) *group {
-	return &group{t: t, c: c, k: GroupAssignKeys("{"+redistest.Prefix(t)+":orders}", "billing"), p: p, lease: lease}
+	return &group{t: t, c: c, k: GroupAssignKeys(keys.Tag(redistest.Prefix(t), "orders"), "billing"), p: p, lease: lease}
 }
 
 func (g *group) sync(member string) Assignment {

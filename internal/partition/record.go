@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/relq/relq/internal/keys"
 )
 
 // ErrCountMismatch is matched by a *CountError.
@@ -56,7 +58,7 @@ type Keys struct {
 }
 
 // RecordKey is the key that records the partition count of a topic whose keys carry tag.
-func RecordKey(tag string) string { return tag + ":partitions" }
+func RecordKey(tag string) string { return keys.Join(tag, "partitions") }
 
 // Ensure makes Redis agree that topic has p partitions, in one script: it records p for a new
 // topic (p > 1), and fails with a *CountError when the topic was created with another count,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
 )
 
@@ -16,8 +17,8 @@ func TestEnsureAgreesOnTheCount(t *testing.T) {
 	ctx := context.Background()
 	prefix := redistest.Prefix(t)
 	keysOf := func(topic string) Keys {
-		tag := "{" + prefix + ":" + topic + "}"
-		return Keys{Record: RecordKey(tag), InUse: tag + ":meta"}
+		tag := keys.Tag(prefix, topic)
+		return Keys{Record: RecordKey(tag), InUse: keys.Join(tag, "meta")}
 	}
 
 	t.Run("a new topic records its count and others agree", func(t *testing.T) {
