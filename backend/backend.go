@@ -118,6 +118,12 @@ type Capabilities struct {
 	// DueOrder: with one consumer and Concurrency 1, delayed messages are delivered in
 	// due-time order (publish order among equal due times).
 	DueOrder bool
+	// Partitioned: every topic is spread over partitions, each an ordinary topic of the
+	// backend beneath. Delivery IDs grow within a partition, and the orders above (FIFO,
+	// DueOrder, Priorities) hold within one, that is among the messages of one key
+	// (MetadataKey), not across the topic. The subscriptions of a group share the partitions;
+	// a consumer that claims without a subscription claims from every partition.
+	Partitioned bool
 	// PendingOrphans: a delivery can reach pending without a lease record (list's BLMOVE
 	// window); Reclaim recovers such orphans. Conformance injects one through Faults.
 	PendingOrphans bool

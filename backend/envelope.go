@@ -15,6 +15,10 @@ type Envelope struct {
 	Payload  []byte
 }
 
+// MetadataKey is the metadata key of a message's partition key (pubsub.SetKey): a partitioned
+// topic sends the messages of one key to one partition. It is stored like any metadata.
+const MetadataKey = "_relq_key"
+
 // The first byte of every encoded envelope is its version. A decoder that meets another
 // version reports ErrCorruptEntry rather than guessing.
 const (

@@ -26,7 +26,7 @@ func closeReleasesPrefetched(t *testing.T, h Harness) {
 	const total = 50
 	topic := topicName()
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
-	msgs := newMessages(total)
+	msgs := inOrder(h, newMessages(total)...)
 	publish(t, pub, topic, msgs...)
 
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Prefetch: total, Lease: 30 * time.Second})

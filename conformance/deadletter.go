@@ -244,7 +244,7 @@ func deadLetterPaged(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), backend.DefaultGroup
 	ensureGroup(t, h, topic, group)
-	publishDirect(t, h, topic, total)
+	publishDirectInOrder(t, h, topic, total)
 	ds := claimN(t, h, topic, group, "c", total, 30*time.Second)
 	for i, d := range ds {
 		nr, err := h.Backend.Nack(ctx, &backend.NackParams{Topic: topic, Group: group, Consumer: "c",

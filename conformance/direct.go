@@ -17,11 +17,28 @@ import (
 // publishDirect publishes n messages with Backend.Publish and returns their delivery IDs.
 func publishDirect(t *testing.T, h Harness, topic string, n int) []string {
 	t.Helper()
+	return publishOut(t, h, topic, outMessages(n))
+}
+
+// publishDirectInOrder is publishDirect for a test that relies on the order of the n
+// messages: on a Partitioned backend they share one key, among whose messages orders hold.
+func publishDirectInOrder(t *testing.T, h Harness, topic string, n int) []string {
+	t.Helper()
 	out := outMessages(n)
+	if h.Backend.Capabilities().Partitioned {
+		for i := range out {
+			out[i].Envelope.Metadata = map[string]string{backend.MetadataKey: orderKey}
+		}
+	}
+	return publishOut(t, h, topic, out)
+}
+
+func publishOut(t *testing.T, h Harness, topic string, out []backend.OutMessage) []string {
+	t.Helper()
 	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: out})
 	ids := res.IDs
 	require.NoError(t, err)
-	require.Len(t, ids, n)
+	require.Len(t, ids, len(out))
 	return ids
 }
 

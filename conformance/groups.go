@@ -89,13 +89,13 @@ func groupsReplay(t *testing.T, h Harness) {
 	topic := topicName()
 	ensureGroup(t, h, topic, "first")
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
-	old := newMessage("old")
+	old := inOrder(h, newMessage("old"))[0]
 	publish(t, pub, topic, old)
 
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Group: "replay", FromOldest: true})
 	require.NoError(t, sub.SubscribeInitialize(topic))
 	ch := subscribe(t, sub, topic)
-	fresh := newMessage("new")
+	fresh := inOrder(h, newMessage("new"))[0]
 	publish(t, pub, topic, fresh)
 
 	for _, want := range []string{old.UUID, fresh.UUID} {

@@ -251,3 +251,17 @@ func receiveIndexes(t *testing.T, ch <-chan *message.Message, n int) []int {
 	}
 	return got
 }
+
+// orderKey is the one partition key inOrder gives messages.
+const orderKey = "in-order"
+
+// inOrder prepares msgs for a test that relies on their order: on a Partitioned backend, whose
+// orders hold among the messages of one key, they get one key; elsewhere they stay as they are.
+func inOrder(h Harness, msgs ...*message.Message) []*message.Message {
+	if h.Backend.Capabilities().Partitioned {
+		for _, m := range msgs {
+			pubsub.SetKey(m, orderKey)
+		}
+	}
+	return msgs
+}

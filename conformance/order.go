@@ -31,7 +31,7 @@ func orderFIFO(t *testing.T, h Harness) {
 	const total, batch = 200, 25
 	topic := topicName()
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
-	msgs := newMessages(total)
+	msgs := inOrder(h, newMessages(total)...)
 	// Half is waiting before the subscriber starts, half arrives while it consumes.
 	for i := 0; i < total/2; i += batch {
 		publish(t, pub, topic, msgs[i:i+batch]...)
@@ -81,7 +81,7 @@ func orderDue(t *testing.T, h Harness) {
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Concurrency: 1})
 	ch := subscribe(t, sub, topic)
 
-	msgs := newMessages(total) // payload: the position in the batch
+	msgs := inOrder(h, newMessages(total)...) // payload: the position in the batch
 	delays := make([]int, total)
 	for i, msg := range msgs {
 		delays[i] = rng.IntN(maxDelayMs + 1)
@@ -170,7 +170,7 @@ func orderPriority(t *testing.T, h Harness, delay time.Duration) {
 		ch = subscribe(t, sub, topic)
 	}
 
-	msgs := newMessages(total)
+	msgs := inOrder(h, newMessages(total)...)
 	prio := make([]int, total)
 	for i, msg := range msgs {
 		prio[i] = levels[rng.IntN(len(levels))]

@@ -32,9 +32,9 @@ type priorityMessage struct {
 // of delay, then position) whose payloads are the positions, and returns the positions in the
 // order the contract delivers them once all are due: higher priority first, then earlier due
 // time, then publish order.
-func publishPriorities(t *testing.T, pub *pubsub.Publisher, topic string, batch []priorityMessage) []int {
+func publishPriorities(t *testing.T, h Harness, pub *pubsub.Publisher, topic string, batch []priorityMessage) []int {
 	t.Helper()
-	msgs := newMessages(len(batch))
+	msgs := inOrder(h, newMessages(len(batch))...)
 	for i, m := range batch {
 		pubsub.SetPriority(msgs[i], m.priority)
 		pubsub.SetDelay(msgs[i], m.delay)
@@ -73,7 +73,7 @@ func priorityAmongDue(t *testing.T, h Harness) {
 		batch[i] = priorityMessage{priority: levels[rng.IntN(len(levels))], delay: time.Duration(rng.IntN(maxDelayMs+1)) * time.Millisecond}
 	}
 	batch = append(batch, priorityMessage{priority: 10, delay: time.Hour})
-	want := publishPriorities(t, pub, topic, batch)
+	want := publishPriorities(t, h, pub, topic, batch)
 	require.Equal(t, total, want[0], "the hour-delayed message sorts first by priority")
 	want = want[1:]
 
@@ -113,7 +113,7 @@ func priorityOvertakesBacklog(t *testing.T, h Harness) {
 	batch = append(batch, priorityMessage{priority: 5, delay: highDelay + 10*time.Millisecond},
 		priorityMessage{priority: 5, delay: highDelay})
 	start := time.Now()
-	want := publishPriorities(t, pub, topic, batch)
+	want := publishPriorities(t, h, pub, topic, batch)
 	require.Equal(t, []int{high + 1, high}, want[:2])
 
 	sub := newSubscriber(t, h, pubsub.SubscriberConfig{Concurrency: 1, Prefetch: -1})
@@ -158,7 +158,7 @@ func priorityIgnored(t *testing.T, h Harness) {
 	rng := rand.New(rand.NewPCG(orderSeed, 16))
 	topic := topicName()
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
-	msgs := newMessages(total)
+	msgs := inOrder(h, newMessages(total)...)
 	for _, msg := range msgs {
 		pubsub.SetPriority(msg, rng.IntN(21)-10)
 	}

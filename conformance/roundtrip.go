@@ -141,7 +141,7 @@ func roundTripForward(t *testing.T, h Harness) {
 func roundTripDeliveryIDs(t *testing.T, h Harness) {
 	topic := topicName()
 	ensureGroup(t, h, topic, backend.DefaultGroup)
-	ids := append(publishDirect(t, h, topic, 5), publishDirect(t, h, topic, 3)...)
+	ids := append(publishDirectInOrder(t, h, topic, 5), publishDirectInOrder(t, h, topic, 3)...)
 	for i := 1; i < len(ids); i++ {
 		require.True(t, idLess(ids[i-1], ids[i]), "delivery IDs not increasing: %q then %q (all: %q)", ids[i-1], ids[i], ids)
 	}

@@ -31,6 +31,10 @@ const (
 	MetadataNackDelayMs = "_relq_nack_delay_ms" // nack: redeliver after this many ms
 	MetadataNackReason  = "_relq_nack_reason"   // nack: the reason kept if it dead-letters
 
+	// MetadataKey is a message's partition key (SetKey). It is stored with the message and
+	// delivered with it, so a forwarded message keeps its key.
+	MetadataKey = backend.MetadataKey
+
 	// Watermill's components/delay keys, honoured on publish.
 	WatermillDelayedUntil = "_watermill_delayed_until"
 	WatermillDelayedFor   = "_watermill_delayed_for"
@@ -93,6 +97,15 @@ func SetDelay(msg *message.Message, d time.Duration) {
 func SetPriority(msg *message.Message, p int) {
 	msg.Metadata.Set(MetadataPriority, strconv.Itoa(p))
 }
+
+// SetKey sets a message's partition key: on a partitioned topic, messages of one key go to one
+// partition, by a hash that never changes. Unpartitioned topics ignore it.
+func SetKey(msg *message.Message, key string) {
+	msg.Metadata.Set(MetadataKey, key)
+}
+
+// Key returns a message's partition key, "" if it has none.
+func Key(msg *message.Message) string { return msg.Metadata.Get(MetadataKey) }
 
 // SetNackDelay sets how long after a Nack the message is redelivered, overriding the
 // subscriber's backoff for this delivery. Call it before msg.Nack(). A d beyond MaxDelay

@@ -33,6 +33,8 @@ func outMessage(msg *message.Message, limit int, now time.Time) (backend.OutMess
 			delayMs = v
 		case k == MetadataPriority:
 			priority = v
+		case k == MetadataKey:
+			meta[k] = v
 		case isReserved(k):
 			return backend.OutMessage{}, 0, &backend.MetadataError{UUID: msg.UUID, Key: k, Reason: "unknown key in relq's reserved " + ReservedPrefix + " namespace"}
 		default:

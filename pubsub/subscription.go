@@ -112,6 +112,7 @@ func (s *subscription) discard() {
 // run starts the subscription's goroutines and stops them when ctx is cancelled, the
 // Subscriber closes, or the group turns out deleted.
 func (s *subscription) run() {
+	s.assign()
 	s.claimerWG.Add(1)
 	go s.claim()
 	s.workersWG.Add(s.config.Concurrency)
@@ -156,6 +157,7 @@ func (s *subscription) stop() {
 	s.releaseBuffered()
 	close(s.ackerQuit)
 	s.ackerWG.Wait()
+	s.unassign()
 	s.leaveGroup()
 
 	s.cancelHard()

@@ -1,0 +1,93 @@
+package partition
+
+import (
+	"context"
+	"time"
+
+	"github.com/relq/relq/backend"
+)
+
+// Claim claims from the partitions the consumer owns (every partition for a consumer that is
+// no member: see Assign), one partition at a time from a point that turns with every round,
+// until p.Count are claimed or every partition it may claim from was asked. With nothing
+// claimed it sleeps on the topic's bell up to p.Block (less when its share is due a sync),
+// then runs one more round.
+func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
+	if p.Lease <= 0 {
+		return nil, &backend.ConfigError{Field: "ClaimParams.Lease", Reason: "must be positive"}
+	}
+	if err := check(p.Topic, p.Group); err != nil {
+		return nil, err
+	}
+	if err := backend.ValidateName("consumer", p.Consumer); err != nil {
+		return nil, err
+	}
+	t, err := b.topics.get(ctx, p.Topic)
+	if err != nil {
+		return nil, err
+	}
+	m := b.lookup(memberKey{p.Topic, p.Group, p.Consumer})
+	if m == nil {
+		m = &member{t: t, owned: all(t.layout.Count())}
+		if p.Block > 0 {
+			m.bell = b.bells.acquire(ctx, b.cfg.Tag(p.Topic))
+			defer b.bells.release(m.bell)
+		}
+	}
+	var ring <-chan struct{}
+	if p.Block > 0 {
+		ring = m.bell.next()
+	}
+	ds, err := b.round(ctx, m, p)
+	if len(ds) > 0 || err != nil || p.Block <= 0 {
+		return ds, err
+	}
+	block := p.Block
+	if m.bell != nil && m.tag != "" {
+		block = min(block, m.nextSync())
+	}
+	wait := time.NewTimer(block)
+	defer wait.Stop()
+	select {
+	case <-ring:
+	case <-wait.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return b.round(ctx, m, p)
+}
+
+// round syncs m's share when due and claims up to p.Count from its partitions without waiting.
+// An error after some deliveries were claimed returns those (they are held) and no error: the
+// next round meets the error again.
+func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) ([]backend.Delivery, error) {
+	owned := m.owned // a consumer that is no member: every partition
+	if m.tag != "" {
+		var err error
+		if owned, err = b.sync(ctx, m, p.Lease); err != nil || len(owned) == 0 {
+			return nil, err
+		}
+	}
+	count := max(p.Count, 1)
+	start := m.rotate(len(owned))
+	var out []backend.Delivery
+	for k := 0; k < len(owned) && len(out) < count; k++ {
+		i := owned[(start+k)%len(owned)]
+		ds, err := b.inner.Claim(ctx, &backend.ClaimParams{
+			Topic: m.t.layout.Name(i), Group: p.Group, Consumer: p.Consumer,
+			Count: count - len(out), Lease: p.Lease,
+		})
+		if err != nil {
+			if len(out) > 0 {
+				return out, nil
+			}
+			return nil, err
+		}
+		for _, d := range ds {
+			m.t.seen(p.Group, i, d.ID)
+			d.ID = outerID(i, d.ID)
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,197 @@
+package partition
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/relq/relq/backend"
+)
+
+// A subscription of a partitioned topic is a member of its group's assignment (Assign): it
+// syncs its share every syncEvery at most, from its claims and its lease extensions, so that
+// a running subscription keeps its partitions whether it is claiming or busy. A member that
+// joins short of its quota, or leaves, rings the topic's bell to have the others sync at once.
+// A consumer that claims without having been assigned (a tool, a test driving the backend)
+// is no member: it claims from every partition.
+
+// syncEvery bounds how old a member's view of its share gets. A member that died is found at
+// the next Sync of another after its lease ended: this bound is what a takeover waits beyond
+// the lease.
+func syncEvery(lease time.Duration) time.Duration { return min(lease/4, 250*time.Millisecond) }
+
+// syncShort is how soon a member short of its quota syncs again, to take the partitions the
+// others release at their own syncs.
+const syncShort = 50 * time.Millisecond
+
+type memberKey struct{ topic, group, consumer string }
+
+type member struct {
+	key  memberKey
+	t    *topic
+	tag  string
+	bell *bell
+
+	mu     sync.Mutex // guards the rest; never held across a Redis call
+	owned  []int
+	quota  int
+	synced time.Time
+	lease  time.Duration
+	used   time.Time
+	next   int    // where the next claim round starts in owned
+	heard  uint64 // the bell's shuffles when this member last synced
+}
+
+type members struct {
+	mu sync.Mutex
+	m  map[memberKey]*member
+}
+
+// Assign makes consumer a member of group's assignment on topic: its claims take from the
+// partitions it is given, rather than from all of them. A subscription calls it before its
+// first claim and Unassign when it ends. It reads nothing from Redis: the first claim syncs.
+func (b *Backend) Assign(ctx context.Context, topic, group, consumer string) error {
+	if err := check(topic, group); err != nil {
+		return err
+	}
+	if err := backend.ValidateName("consumer", consumer); err != nil {
+		return err
+	}
+	t, err := b.topics.get(ctx, topic)
+	if err != nil {
+		return err
+	}
+	k := memberKey{topic, group, consumer}
+	ms := &b.members
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	now := time.Now()
+	for key, m := range ms.m {
+		if key != k && m.idle(now) {
+			delete(ms.m, key)
+			b.bells.release(m.bell)
+		}
+	}
+	if _, ok := ms.m[k]; ok {
+		return nil
+	}
+	if ms.m == nil {
+		ms.m = map[memberKey]*member{}
+	}
+	tag := b.cfg.Tag(topic)
+	ms.m[k] = &member{key: k, t: t, tag: tag, bell: b.bells.acquire(ctx, tag), used: now}
+	return nil
+}
+
+// idle reports a member not used for three leases.
+func (m *member) idle(now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lease > 0 && now.Sub(m.used) > 3*m.lease
+}
+
+// lookup returns the member of k if this process has it.
+func (b *Backend) lookup(k memberKey) *member {
+	b.members.mu.Lock()
+	defer b.members.mu.Unlock()
+	return b.members.m[k]
+}
+
+// local lists the partitions this process's members of a group own, nil when it has none.
+func (b *Backend) local(topic, group string) []int {
+	b.members.mu.Lock()
+	ms := make([]*member, 0, len(b.members.m))
+	for k, m := range b.members.m {
+		if k.topic == topic && k.group == group {
+			ms = append(ms, m)
+		}
+	}
+	b.members.mu.Unlock()
+	seen := map[int]bool{}
+	var out []int
+	for _, m := range ms {
+		m.mu.Lock()
+		for _, i := range m.owned {
+			if !seen[i] {
+				seen[i] = true
+				out = append(out, i)
+			}
+		}
+		m.mu.Unlock()
+	}
+	return out
+}
+
+// sync renews m's membership and share when due, and returns the partitions it owns.
+func (b *Backend) sync(ctx context.Context, m *member, lease time.Duration) ([]int, error) {
+	now := time.Now()
+	m.mu.Lock()
+	m.used, m.lease = now, lease
+	age := now.Sub(m.synced)
+	heard := m.bell.shuffled()
+	due := age >= syncEvery(lease) || (len(m.owned) < m.quota && age >= syncShort) || m.synced.IsZero() || heard != m.heard
+	owned := slices.Clone(m.owned)
+	joined := m.synced.IsZero()
+	m.mu.Unlock()
+	if !due {
+		return owned, nil
+	}
+	a, err := Sync(ctx, b.cfg.Client, GroupAssignKeys(m.tag, m.key.group), m.key.consumer, m.t.layout.Count(), lease)
+	if err != nil {
+		return owned, err
+	}
+	owned = owned[:0]
+	for _, o := range a.Owned {
+		owned = append(owned, o.Partition)
+	}
+	m.mu.Lock()
+	m.owned, m.quota, m.synced, m.heard = slices.Clone(owned), a.Quota, now, heard
+	m.mu.Unlock()
+	if joined && len(owned) < a.Quota {
+		b.bells.shuffle(ctx, m.tag)
+	}
+	return owned, nil
+}
+
+// nextSync is how long until m's next sync is due.
+func (m *member) nextSync() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	every := syncEvery(m.lease)
+	if len(m.owned) < m.quota {
+		every = syncShort
+	}
+	return max(every-time.Since(m.synced), time.Millisecond)
+}
+
+// rotate returns where the next claim round starts among n owned partitions, and moves it on,
+// so that no partition is always served last.
+func (m *member) rotate(n int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.next++
+	return m.next % n
+}
+
+// Unassign ends consumer's membership of group at once, freeing its partitions for the other
+// members' next sync, as a subscription that stops does once it settled what it held.
+func (b *Backend) Unassign(ctx context.Context, topic, group, consumer string) error {
+	t, err := b.topics.get(ctx, topic)
+	if err != nil {
+		return err
+	}
+	k := memberKey{topic, group, consumer}
+	b.members.mu.Lock()
+	m, ok := b.members.m[k]
+	delete(b.members.m, k)
+	b.members.mu.Unlock()
+	if ok {
+		b.bells.release(m.bell)
+	}
+	if err := Leave(ctx, b.cfg.Client, GroupAssignKeys(b.cfg.Tag(topic), group), consumer, t.layout.Count()); err != nil {
+		return err
+	}
+	b.bells.shuffle(ctx, b.cfg.Tag(topic))
+	return nil
+}

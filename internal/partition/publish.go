@@ -1,0 +1,129 @@
+package partition
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/relq/relq/backend"
+)
+
+// Publish splits the batch by partition and publishes the parts concurrently, each in the
+// inner backend's one round trip. It returns nil only once every part is stored; when a part
+// fails the others may be stored, and a retry of the same batch sends every message to the
+// partition it went to before, where the inner backend's own publish rules apply.
+func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backend.PublishResult, error) {
+	t, err := b.topics.get(ctx, p.Topic)
+	if err != nil || len(p.Messages) == 0 {
+		return backend.PublishResult{}, err
+	}
+	l := t.layout
+	where := make([]int, len(p.Messages))
+	parts := map[int][]backend.OutMessage{}
+	for j, m := range p.Messages {
+		i := l.ForKey(messageKey(m.Envelope))
+		where[j] = i
+		parts[i] = append(parts[i], m)
+	}
+	var (
+		mu  sync.Mutex
+		res = backend.PublishResult{IDs: make([]string, len(p.Messages))}
+		ids = map[int][]string{}
+	)
+	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+		r, err := b.inner.Publish(ctx, &backend.PublishParams{Topic: l.Name(i), Messages: parts[i]})
+		mu.Lock()
+		defer mu.Unlock()
+		res.BacklogDropped += r.BacklogDropped
+		for _, g := range r.Reregistered {
+			if !slices.Contains(res.Reregistered, g) {
+				res.Reregistered = append(res.Reregistered, g)
+			}
+		}
+		ids[i] = r.IDs
+		return err
+	})
+	slices.Sort(res.Reregistered)
+	if err != nil {
+		return res, err
+	}
+	next := map[int]int{}
+	for j, i := range where {
+		res.IDs[j] = outerID(i, ids[i][next[i]])
+		next[i]++
+	}
+	b.bells.ring(ctx, b.cfg.Tag(p.Topic))
+	return res, nil
+}
+
+// messageKey is the key a message is routed by: its partition key, else its UUID, so that
+// messages without a key spread evenly and a retried publish of the same batch sends each
+// where the first try did.
+func messageKey(e backend.Envelope) string {
+	if k, ok := e.Metadata[backend.MetadataKey]; ok {
+		return k
+	}
+	return e.UUID
+}
+
+func keysOf[T any](m map[int]T) []int {
+	out := make([]int, 0, len(m))
+	for i := range m {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// EnsureGroup registers the group on every partition.
+func (b *Backend) EnsureGroup(ctx context.Context, p *backend.EnsureGroupParams) error {
+	t, err := b.topics.get(ctx, p.Topic)
+	if err != nil {
+		return err
+	}
+	return each(ctx, all(t.layout.Count()), func(ctx context.Context, i int) error {
+		q := *p
+		q.Topic = t.layout.Name(i)
+		return b.inner.EnsureGroup(ctx, &q)
+	})
+}
+
+// RegisterAgain registers the group again on every partition where it vanished, each after
+// the last delivery this process claimed from it.
+func (b *Backend) RegisterAgain(ctx context.Context, p *backend.RegisterAgainParams) (backend.RegisterAgainResult, error) {
+	t, err := b.topics.get(ctx, p.Topic)
+	if err != nil {
+		return backend.RegisterAgainResult{}, err
+	}
+	if err := check(p.Topic, p.Group); err != nil {
+		return backend.RegisterAgainResult{}, err
+	}
+	var (
+		mu  sync.Mutex
+		res backend.RegisterAgainResult
+	)
+	err = each(ctx, all(t.layout.Count()), func(ctx context.Context, i int) error {
+		q := *p
+		q.Topic = t.layout.Name(i)
+		q.After = t.last(p.Group, i)
+		r, err := b.inner.RegisterAgain(ctx, &q)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		res.Registered = res.Registered || r.Registered
+		res.Backlog += r.Backlog
+		if r.Times > res.Times {
+			res.Times = r.Times
+		}
+		if r.At.After(res.At) {
+			res.At = r.At
+		}
+		if r.Registered || res.Found == "" {
+			res.Found = r.Found
+		}
+		return nil
+	})
+	return res, err
+}

@@ -1,0 +1,148 @@
+package partition
+
+import (
+	"context"
+	"sync"
+
+	"github.com/relq/relq/backend"
+)
+
+func heldID(h backend.Held) string             { return h.ID }
+func setHeldID(h *backend.Held, id string)     { h.ID = id }
+func nackID(n backend.NackItem) string         { return n.ID }
+func setNackID(n *backend.NackItem, id string) { n.ID = id }
+
+// Ack acks each delivery in its partition. An ID that names no partition holds nothing and
+// counts as stale, as an unknown ID does.
+func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckResult, error) {
+	t, err := b.settling(ctx, p.Topic, p.Group, p.Consumer, len(p.Items))
+	if err != nil || t == nil {
+		return backend.AckResult{}, err
+	}
+	parts, rest := byPartition(p.Items, t.layout.Count(), heldID, setHeldID)
+	var mu sync.Mutex
+	res := backend.AckResult{Stale: len(rest)}
+	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+		r, err := b.inner.Ack(ctx, &backend.AckParams{Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer, Items: parts[i]})
+		mu.Lock()
+		defer mu.Unlock()
+		res.Acked += r.Acked
+		res.Stale += r.Stale
+		return err
+	})
+	return res, err
+}
+
+// Nack nacks each delivery in its partition; IDs that name none are stale.
+func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.NackResult, error) {
+	t, err := b.settling(ctx, p.Topic, p.Group, p.Consumer, len(p.Items))
+	if err != nil || t == nil {
+		return backend.NackResult{}, err
+	}
+	parts, rest := byPartition(p.Items, t.layout.Count(), nackID, setNackID)
+	var mu sync.Mutex
+	res := backend.NackResult{Stale: len(rest)}
+	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+		r, err := b.inner.Nack(ctx, &backend.NackParams{
+			Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer,
+			Items: parts[i], MaxDeliveries: p.MaxDeliveries,
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		res.Requeued += r.Requeued
+		res.DeadLettered += r.DeadLettered
+		res.Stale += r.Stale
+		return err
+	})
+	if res.Requeued > 0 {
+		b.bells.ring(ctx, b.cfg.Tag(p.Topic))
+	}
+	return res, err
+}
+
+// Extend extends each lease in its partition and keeps the consumer's share of the group: a
+// subscription busy with what it holds claims nothing, and its heartbeat is what keeps its
+// partitions. IDs that name no partition are lost.
+func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string, error) {
+	if p.Lease <= 0 {
+		return nil, &backend.ConfigError{Field: "ExtendParams.Lease", Reason: "must be positive"}
+	}
+	t, err := b.settling(ctx, p.Topic, p.Group, p.Consumer, len(p.Items))
+	if err != nil || t == nil {
+		return nil, err
+	}
+	if m := b.lookup(memberKey{p.Topic, p.Group, p.Consumer}); m != nil {
+		if _, err := b.sync(ctx, m, p.Lease); err != nil {
+			return nil, err
+		}
+	}
+	parts, rest := byPartition(p.Items, t.layout.Count(), heldID, setHeldID)
+	var mu sync.Mutex
+	var lost []string
+	for _, h := range rest {
+		lost = append(lost, h.ID)
+	}
+	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+		l, err := b.inner.Extend(ctx, &backend.ExtendParams{Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer, Items: parts[i], Lease: p.Lease})
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range l {
+			lost = append(lost, outerID(i, id))
+		}
+		return err
+	})
+	return lost, err
+}
+
+// settling validates a settle call's names and returns its topic; nil with nothing to do.
+func (b *Backend) settling(ctx context.Context, topic, group, consumer string, n int) (*topic, error) {
+	if err := check(topic, group); err != nil {
+		return nil, err
+	}
+	if err := backend.ValidateName("consumer", consumer); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return b.topics.get(ctx, topic)
+}
+
+// Reclaim reclaims the partitions this process's consumers of the group own, or every
+// partition when it has none (an operator's tool): a partition nobody owns has nobody to
+// claim it either, and its first owner reclaims it.
+func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backend.ReclaimResult, error) {
+	if err := check(p.Topic, p.Group); err != nil {
+		return backend.ReclaimResult{}, err
+	}
+	t, err := b.topics.get(ctx, p.Topic)
+	if err != nil {
+		return backend.ReclaimResult{}, err
+	}
+	parts := b.local(p.Topic, p.Group)
+	if parts == nil {
+		parts = all(t.layout.Count())
+	}
+	var mu sync.Mutex
+	var res backend.ReclaimResult
+	err = each(ctx, parts, func(ctx context.Context, i int) error {
+		q := *p
+		q.Topic = t.layout.Name(i)
+		r, err := b.inner.Reclaim(ctx, &q)
+		mu.Lock()
+		defer mu.Unlock()
+		res.Reclaimed += r.Reclaimed
+		res.DeadLettered += r.DeadLettered
+		res.Orphans += r.Orphans
+		res.Promoted += r.Promoted
+		res.Removed += r.Removed
+		if r.NextExpiry > 0 && (res.NextExpiry == 0 || r.NextExpiry < res.NextExpiry) {
+			res.NextExpiry = r.NextExpiry
+		}
+		return err
+	})
+	if res.Reclaimed+res.Promoted+res.Orphans > 0 {
+		b.bells.ring(ctx, b.cfg.Tag(p.Topic))
+	}
+	return res, err
+}

@@ -1,0 +1,106 @@
+package partition
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relq/relq/backend"
+)
+
+// Config places a backend's partitioned topics.
+type Config struct {
+	// Client reaches the Redis (or Cluster) the inner backend uses.
+	Client redis.UniversalClient
+	// Tag is the hash tag the inner backend gives a topic's keys.
+	Tag TagFunc
+	// InUse is a key, under the topic's tag, that exists while the inner backend holds the
+	// topic unpartitioned (its meta key): a topic in use that way cannot be partitioned.
+	InUse func(topic string) string
+	// Partitions is the partition count configured for a topic, 1 to MaxCount.
+	Partitions func(topic string) int
+}
+
+// topic is what a process knows of one partitioned topic: its layout, once Redis agreed to it.
+type topic struct {
+	layout *Layout
+	// lastMu guards lasts: per group, the last delivery ID this process claimed from each
+	// partition, where RegisterAgain starts a group that vanished.
+	lastMu sync.Mutex
+	lasts  map[string][]string
+}
+
+// seen notes the last delivery claimed from partition i for group.
+func (t *topic) seen(group string, i int, id string) {
+	t.lastMu.Lock()
+	defer t.lastMu.Unlock()
+	if t.lasts == nil {
+		t.lasts = map[string][]string{}
+	}
+	l := t.lasts[group]
+	if l == nil {
+		l = make([]string, t.layout.Count())
+		t.lasts[group] = l
+	}
+	l[i] = id
+}
+
+// last is the last delivery claimed from partition i for group, "" for none.
+func (t *topic) last(group string, i int) string {
+	t.lastMu.Lock()
+	defer t.lastMu.Unlock()
+	if l := t.lasts[group]; l != nil {
+		return l[i]
+	}
+	return ""
+}
+
+// topics caches the layouts of the topics a Backend met. A topic's count is checked against
+// Redis once per process: the record is written once and never changes.
+type topics struct {
+	cfg Config
+	mu  sync.Mutex
+	m   map[string]*topic
+}
+
+// get returns topic's layout, recording its count in Redis at the first use in this process.
+func (ts *topics) get(ctx context.Context, name string) (*topic, error) {
+	ts.mu.Lock()
+	t, ok := ts.m[name]
+	ts.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	if err := backend.ValidateName("topic", name); err != nil {
+		return nil, err
+	}
+	p := ts.cfg.Partitions(name)
+	l, err := New(name, p, ts.cfg.Tag)
+	if err != nil {
+		return nil, err
+	}
+	tag := ts.cfg.Tag(name)
+	if _, err := Ensure(ctx, ts.cfg.Client, name, p, Keys{Record: RecordKey(tag), InUse: ts.cfg.InUse(name)}); err != nil {
+		return nil, err
+	}
+	t = &topic{layout: l}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if old, ok := ts.m[name]; ok {
+		return old, nil
+	}
+	if ts.m == nil {
+		ts.m = map[string]*topic{}
+	}
+	ts.m[name] = t
+	return t, nil
+}
+
+// check validates a topic and group name before any Redis call, as the inner backends do.
+func check(topic, group string) error {
+	if err := backend.ValidateName("topic", topic); err != nil {
+		return err
+	}
+	return backend.ValidateName("group", group)
+}
