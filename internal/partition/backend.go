@@ -43,11 +43,10 @@ func Wrap(inner backend.Backend, cfg Config) (*Backend, error) {
 func (b *Backend) Name() string { return b.inner.Name() }
 
 // Capabilities are the inner backend's, Partitioned: its orders hold within a partition (among
-// the messages of one key). An idle consumer learns of a delayed message that fell due within
-// its Block, not at once.
+// the messages of one key).
 func (b *Backend) Capabilities() backend.Capabilities {
 	c := b.inner.Capabilities()
-	c.Partitioned, c.OnTimeDelay = true, false
+	c.Partitioned = true
 	return c
 }
 

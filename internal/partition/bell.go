@@ -2,7 +2,11 @@ package partition
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,6 +19,10 @@ import (
 // bell once per topic whatever its consumers and partitions (one connection), and wakes its
 // sleeping consumers of the topic at each ring. A ring lost to a broken connection costs a
 // sleeper at most its Block: the bell is a hint, the claims read the truth.
+
+// A message stored with a delay (a delayed publish, a nack's backoff) rings the bell with its
+// delay ("d<ms>"): each listener rings its sleepers again when that delay has passed, so that
+// an idle consumer claims the message when it falls due, not at the end of its Block.
 
 // bellChannel is the sharded channel of the topic whose keys carry tag.
 func bellChannel(tag string) string { return keys.Join(tag, "bell") }
@@ -36,13 +44,21 @@ type bell struct {
 	// shuffles counts the rebalance rings heard: a member that joined, or left, asks the
 	// others to sync their shares at once rather than at their next period.
 	shuffles uint64
+	dues     []time.Time // sorted: when to ring again
+	timer    *time.Timer // fires at dues[0]
 }
 
-// Bell messages: messages were stored; the group's members changed.
+// Bell messages: messages were stored; the group's members changed; messages fall due after
+// the milliseconds that follow the prefix.
 const (
 	ringStored  = ""
 	ringShuffle = "s"
+	ringDue     = "d"
 )
+
+// maxDues bounds the due times a bell keeps for later: past it, the latest are dropped and
+// their sleepers wake at their Block.
+const maxDues = 256
 
 // acquire returns the bell of tag, subscribing to it at its first user. A bell that could not
 // subscribe is returned all the same: its sleepers wake at their Block.
@@ -81,11 +97,28 @@ func (bs *bells) release(b *bell) {
 	if b.ps != nil {
 		_ = b.ps.Close()
 	}
+	b.mu.Lock()
+	b.dues = nil
+	b.arm()
+	b.mu.Unlock()
 }
 
-// ring tells the topic's sleeping consumers, in every process, that messages were stored.
-func (bs *bells) ring(ctx context.Context, tag string) {
-	_ = bs.client.SPublish(ctx, bellChannel(tag), ringStored).Err()
+// ring tells the topic's sleeping consumers, in every process, that messages were stored:
+// ready now when now is set, and due after due when it is positive (the earliest delay).
+func (bs *bells) ring(ctx context.Context, tag string, now bool, due time.Duration) {
+	ch := bellChannel(tag)
+	switch {
+	case now && due > 0:
+		_, _ = bs.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.SPublish(ctx, ch, ringStored)
+			p.SPublish(ctx, ch, ringDue+strconv.FormatInt(due.Milliseconds(), 10))
+			return nil
+		})
+	case now:
+		_ = bs.client.SPublish(ctx, ch, ringStored).Err()
+	case due > 0:
+		_ = bs.client.SPublish(ctx, ch, ringDue+strconv.FormatInt(due.Milliseconds(), 10)).Err()
+	}
 }
 
 // shuffle tells the topic's members, in every process, to sync their shares now.
@@ -96,13 +129,67 @@ func (bs *bells) shuffle(ctx context.Context, tag string) {
 func (b *bell) listen(c <-chan *redis.Message) {
 	for msg := range c {
 		b.mu.Lock()
-		if msg.Payload == ringShuffle {
+		switch {
+		case msg.Payload == ringShuffle:
 			b.shuffles++
+		case strings.HasPrefix(msg.Payload, ringDue):
+			if ms, err := strconv.ParseInt(msg.Payload[len(ringDue):], 10, 64); err == nil && ms > 0 {
+				b.later(time.Now().Add(time.Duration(ms) * time.Millisecond))
+				b.mu.Unlock()
+				continue
+			}
 		}
-		close(b.rung)
-		b.rung = make(chan struct{})
+		b.wake()
 		b.mu.Unlock()
 	}
+}
+
+// wake wakes the bell's sleepers. b.mu is held.
+func (b *bell) wake() {
+	close(b.rung)
+	b.rung = make(chan struct{})
+}
+
+// later rings the bell again at at. b.mu is held.
+func (b *bell) later(at time.Time) {
+	i, _ := slices.BinarySearchFunc(b.dues, at, time.Time.Compare)
+	if i == maxDues {
+		return
+	}
+	b.dues = slices.Insert(b.dues, i, at)
+	if len(b.dues) > maxDues {
+		b.dues = b.dues[:maxDues]
+	}
+	if i == 0 {
+		b.arm()
+	}
+}
+
+// arm sets the timer for the earliest due time. b.mu is held.
+func (b *bell) arm() {
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	if len(b.dues) > 0 {
+		b.timer = time.AfterFunc(time.Until(b.dues[0]), b.fire)
+	}
+}
+
+// fire rings for the due times that passed and arms the timer for the next.
+func (b *bell) fire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	n := 0
+	for n < len(b.dues) && !b.dues[n].After(now) {
+		n++
+	}
+	if n > 0 {
+		b.dues = b.dues[n:]
+		b.wake()
+	}
+	b.arm()
 }
 
 // shuffled returns the count of rebalance rings heard.

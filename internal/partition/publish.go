@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/relq/relq/backend"
 )
@@ -52,8 +53,22 @@ func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backen
 		res.IDs[j] = outerID(i, ids[i][next[i]])
 		next[i]++
 	}
-	b.bells.ring(ctx, b.cfg.Tag(p.Topic))
+	now, due := readiness(p.Messages, func(m backend.OutMessage) time.Duration { return m.Delay })
+	b.bells.ring(ctx, b.cfg.Tag(p.Topic), now, due)
 	return res, nil
+}
+
+// readiness reports whether any item is ready now, and the earliest positive delay.
+func readiness[T any](items []T, delay func(T) time.Duration) (now bool, due time.Duration) {
+	for _, it := range items {
+		switch d := delay(it); {
+		case d <= 0:
+			now = true
+		case due == 0 || d < due:
+			due = d
+		}
+	}
+	return now, due
 }
 
 // messageKey is the key a message is routed by: its partition key, else its UUID, so that

@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/relq/relq/backend"
 )
@@ -55,7 +56,13 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 		return err
 	})
 	if res.Requeued > 0 {
-		b.bells.ring(ctx, b.cfg.Tag(p.Topic))
+		now, due := readiness(p.Items, func(n backend.NackItem) time.Duration {
+			if n.DeadLetter {
+				return -1
+			}
+			return n.Delay
+		})
+		b.bells.ring(ctx, b.cfg.Tag(p.Topic), now, due)
 	}
 	return res, err
 }
@@ -142,7 +149,7 @@ func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backen
 		return err
 	})
 	if res.Reclaimed+res.Promoted+res.Orphans > 0 {
-		b.bells.ring(ctx, b.cfg.Tag(p.Topic))
+		b.bells.ring(ctx, b.cfg.Tag(p.Topic), true, 0)
 	}
 	return res, err
 }
