@@ -166,7 +166,7 @@ func messageDeadLetters(t *testing.T, h Harness) {
 	ctx := context.Background()
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
-	publishDirect(t, h, topic, 4)
+	publishDirectInOrder(t, h, topic, 4)
 	ds := claimN(t, h, topic, group, "c", 4, time.Minute)
 	ids := make([]string, len(ds))
 	for i, d := range ds {

@@ -54,7 +54,7 @@ func messagesReady(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
-	ids := publishDirect(t, h, topic, pagedTotal)
+	ids := publishDirectInOrder(t, h, topic, pagedTotal)
 	listed, _ := listPaged(t, a, topic, group, backend.StateReady)
 	require.ElementsMatch(t, ids, listed)
 
@@ -80,7 +80,7 @@ func messagesDelayed(t *testing.T, h Harness) {
 		}
 	}
 	start := time.Now()
-	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: out})
+	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: inOrderOut(h, out)})
 	ids := res.IDs
 	require.NoError(t, err)
 	end := time.Now()
@@ -98,7 +98,7 @@ func messagesPending(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
-	publishDirect(t, h, topic, pagedTotal)
+	publishDirectInOrder(t, h, topic, pagedTotal)
 	start := time.Now()
 	ids := make([]string, pagedTotal)
 	for i := range ids {
@@ -124,7 +124,7 @@ func messagesDead(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic, group := topicName(), "g"
 	ensureGroup(t, h, topic, group)
-	publishDirect(t, h, topic, pagedTotal)
+	publishDirectInOrder(t, h, topic, pagedTotal)
 	ds := claimN(t, h, topic, group, "c", pagedTotal, time.Minute)
 	ids := make([]string, pagedTotal)
 	for i, d := range ds {

@@ -30,7 +30,7 @@ const (
 func backlogFirstGroup(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic := topicName()
-	ids := publishDirect(t, h, topic, 3)
+	ids := publishDirectInOrder(t, h, topic, 3)
 	publishOne(t, h, topic, backend.OutMessage{Envelope: backend.Envelope{UUID: watermill.NewUUID()}, Delay: time.Hour})
 
 	want := backend.TopicInfo{Name: topic, Backlog: 4}
@@ -64,9 +64,9 @@ func backlogBounded(t *testing.T, h Harness) {
 	topic := topicName()
 	var ids []string
 	for range 4 {
-		ids = append(ids, publishDirect(t, h, topic, 1)...)
+		ids = append(ids, publishDirectInOrder(t, h, topic, 1)...)
 	}
-	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(4)})
+	res, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: inOrderOut(h, outMessages(4))})
 	require.NoError(t, err)
 	require.Equal(t, int64(3), res.BacklogDropped, "a batch of 4 onto a backlog of 4 with limit %d drops 3", backlogLimit)
 	ids = append(ids, res.IDs...)
@@ -74,7 +74,7 @@ func backlogBounded(t *testing.T, h Harness) {
 	require.Equal(t, int64(backlogLimit), info.Backlog,
 		"a backlog of 8 publishes with Options.BacklogLimit %d (does the Factory pass Options.BacklogLimit to the backend?)", backlogLimit)
 	require.Equal(t, int64(3), info.BacklogDropped, "TopicInfo counts the drops")
-	res, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(1)})
+	res, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: inOrderOut(h, outMessages(1))})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), res.BacklogDropped)
 	ids = append(ids, res.IDs...)
@@ -89,7 +89,7 @@ func backlogBounded(t *testing.T, h Harness) {
 	}
 	require.ElementsMatch(t, ids[len(ids)-backlogLimit:], claimed, "the backlog kept other than the newest")
 
-	res, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(2 * backlogLimit)})
+	res, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: inOrderOut(h, outMessages(2 * backlogLimit))})
 	require.NoError(t, err)
 	require.Zero(t, res.BacklogDropped, "a topic with a group drops nothing")
 	require.Equal(t, counts{Ready: 2 * backlogLimit, Pending: backlogLimit}, countsOf(stats(t, h, topic, "g")))
@@ -101,15 +101,15 @@ func backlogBounded(t *testing.T, h Harness) {
 func backlogRefused(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	topic := topicName()
-	ids := publishDirect(t, h, topic, backlogLimit-1)
-	_, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(2)})
+	ids := publishDirectInOrder(t, h, topic, backlogLimit-1)
+	_, err := h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: inOrderOut(h, outMessages(2))})
 	var full *backend.BacklogFullError
 	require.ErrorAs(t, err, &full, "a batch the backlog cannot hold (does the Factory pass Options.BacklogFull?)")
 	require.ErrorIs(t, err, backend.ErrBacklogFull)
 	require.Equal(t, topic, full.Topic)
 	require.Equal(t, backlogLimit, full.Limit)
-	ids = append(ids, publishDirect(t, h, topic, 1)...)
-	_, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: outMessages(1)})
+	ids = append(ids, publishDirectInOrder(t, h, topic, 1)...)
+	_, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: inOrderOut(h, outMessages(1))})
 	require.ErrorIs(t, err, backend.ErrBacklogFull, "a full backlog refuses one more")
 	info := topicInfo(t, a, topic)
 	require.Equal(t, int64(backlogLimit), info.Backlog)
@@ -122,7 +122,7 @@ func backlogRefused(t *testing.T, h Harness) {
 		claimed[i] = d.ID
 	}
 	require.ElementsMatch(t, ids, claimed, "the first group got other than what the backlog accepted")
-	publishDirect(t, h, topic, 2*backlogLimit) // a topic with a group refuses nothing
+	publishDirectInOrder(t, h, topic, 2*backlogLimit) // a topic with a group refuses nothing
 }
 
 // A backlog's keys expire BacklogTTL after its last publish (each publish restarts the
@@ -131,15 +131,15 @@ func backlogExpires(t *testing.T, h Harness) {
 	a := adminOf(t, h)
 	abandoned, adopted := topicName(), topicName()
 	first := time.Now()
-	publishDirect(t, h, abandoned, 2)
+	publishDirectInOrder(t, h, abandoned, 2)
 	firstEnd := time.Now()
-	publishDirect(t, h, adopted, 2)
+	publishDirectInOrder(t, h, adopted, 2)
 	ensureGroup(t, h, adopted, "g")
 	require.NotEmpty(t, topicKeys(t, h, abandoned))
 
 	sleepUntil(first.Add(backlogTTL / 2))
 	last := time.Now()
-	publishDirect(t, h, abandoned, 1)
+	publishDirectInOrder(t, h, abandoned, 1)
 	// Not before: a read of the keys that ended before last + TTL must find them, and one
 	// that started after the first publish's TTL ran out shows that the second restarted it.
 	renewed := false

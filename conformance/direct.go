@@ -24,13 +24,20 @@ func publishDirect(t *testing.T, h Harness, topic string, n int) []string {
 // messages: on a Partitioned backend they share one key, among whose messages orders hold.
 func publishDirectInOrder(t *testing.T, h Harness, topic string, n int) []string {
 	t.Helper()
-	out := outMessages(n)
+	return publishOut(t, h, topic, inOrderOut(h, outMessages(n)))
+}
+
+// inOrderOut is inOrder for messages published with Backend.Publish.
+func inOrderOut(h Harness, out []backend.OutMessage) []backend.OutMessage {
 	if h.Backend.Capabilities().Partitioned {
 		for i := range out {
-			out[i].Envelope.Metadata = map[string]string{backend.MetadataKey: orderKey}
+			if out[i].Envelope.Metadata == nil {
+				out[i].Envelope.Metadata = map[string]string{}
+			}
+			out[i].Envelope.Metadata[backend.MetadataKey] = orderKey
 		}
 	}
-	return publishOut(t, h, topic, out)
+	return out
 }
 
 func publishOut(t *testing.T, h Harness, topic string, out []backend.OutMessage) []string {

@@ -56,7 +56,8 @@ type Harness struct {
 	Admin backend.Admin
 	// Keys lists the keys the backend keeps in Redis for a topic, in any order, leaving out
 	// those that expire by themselves within a minute of their write whatever else happens
-	// (a publish's idempotency record). The suite never reads key names for their layout: it
+	// (a publish's idempotency record) and a partitioned topic's record of its partition count,
+	// its configuration, which lasts until DeleteTopic. The suite never reads key names for their layout: it
 	// checks that a topic left nothing behind, or that no key names a deleted group (a key
 	// one of whose ':'-separated parts is the group's name). nil skips those cases.
 	Keys func(topic string) ([]string, error)

@@ -64,14 +64,14 @@ func vanishRegisteredAgain(t *testing.T, h Harness) {
 	r := &recorder{}
 	consume(subscribe(t, sub, topic), r, 0, 2, nil)
 	pub := newPublisher(t, h, pubsub.PublisherConfig{})
-	before := newMessages(3)
+	before := inOrder(h, newMessages(3)...)
 	publish(t, pub, topic, before...)
 	r.waitAll(t, uuids(before))
 	requireSettled(t, h, topic, backend.DefaultGroup, 0)
 
 	forgotAt := time.Now()
 	require.NoError(t, h.Forget(topic))
-	after := newMessages(10)
+	after := inOrder(h, newMessages(10)...)
 	for _, m := range after {
 		publish(t, pub, topic, m)
 	}
@@ -85,7 +85,8 @@ func vanishRegisteredAgain(t *testing.T, h Harness) {
 // both groups receive everything published afterwards, not only the one registered again
 // first (which takes what waited in the backlog). The publisher runs in the subscribers'
 // process, and publishes once a subscription registered its group again (a Watermill handler
-// that publishes); or, with peer, in another process, at once.
+// that publishes); or, with peer, in another process, at once. On a Partitioned backend a
+// publisher knows the groups of the partitions it published to, so the messages share a key.
 func vanishEveryGroup(t *testing.T, h Harness, peer bool) {
 	need(t, h, h.Forget != nil, "the Harness gives no Forget to delete a topic's keys with")
 	topic := topicName()
@@ -102,7 +103,7 @@ func vanishEveryGroup(t *testing.T, h Harness, peer bool) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = pub.Close() })
 	}
-	before := newMessages(3)
+	before := inOrder(h, newMessages(3)...)
 	publish(t, pub, topic, before...)
 	for _, g := range groups {
 		recs[g].waitAll(t, uuids(before))
@@ -117,7 +118,7 @@ func vanishEveryGroup(t *testing.T, h Harness, peer bool) {
 			return err == nil && len(gs) > 0
 		}), "no subscription registered its group again")
 	}
-	after := newMessages(10)
+	after := inOrder(h, newMessages(10)...)
 	for _, m := range after {
 		publish(t, pub, topic, m)
 	}

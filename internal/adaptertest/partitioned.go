@@ -1,6 +1,7 @@
 package adaptertest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -15,9 +16,8 @@ import (
 
 // Partitioned is the conformance.Factory of build with every topic laid out over p
 // partitions of the adapter's native keys ({prefix:topic} tags): the Harness's Backend and
-// Peer are partition.Backend wrappers of what build makes. The lifecycle cases the wrapper
-// does not serve yet (Admin, ephemeral groups, fault injection) skip: the Harness is not
-// Complete.
+// Peer are partition.Backend wrappers of what build makes, its Keys those of the topic's own
+// tag and of every partition's, and its Faults build's, aimed at a partition.
 func Partitioned(build Build, p int) conformance.Factory {
 	return func(t *testing.T, opts conformance.Options) conformance.Harness {
 		server := redistest.Shared(t)
@@ -40,11 +40,65 @@ func Partitioned(build Build, p int) conformance.Factory {
 			return b
 		}
 		client := server.Client(t)
-		h := conformance.Harness{Backend: wrap(client)}
+		inner, err := build(client, prefix, opts)
+		require.NoError(t, err)
+		closeBackend(t, inner.Backend)
+		h := conformance.Harness{Backend: wrap(client), Complete: true}
+		layout := func(topic string) *partition.Layout {
+			l, err := partition.New(topic, p, tag)
+			require.NoError(t, err)
+			return l
+		}
+		if inner.Faults != nil {
+			h.Faults = partitionFaults{inner.Faults, layout}
+		}
 		if opts.Private {
 			h.Outage = server.Outage
 		}
+		h.Keys = func(topic string) ([]string, error) {
+			l := layout(topic)
+			all, err := TopicKeys(client, tag, nil)(topic)
+			var out []string
+			for _, k := range all {
+				if k != partition.RecordKey(tag(topic)) { // the topic's configuration: see Harness.Keys
+					out = append(out, k)
+				}
+			}
+			for i := range l.Count() {
+				if err != nil {
+					return nil, err
+				}
+				var ks []string
+				ks, err = TopicKeys(client, tag, nil)(l.Name(i))
+				out = append(out, ks...)
+			}
+			return out, err
+		}
+		h.Forget = Forget(client, h.Keys)
 		h.Peer = func() (backend.Backend, error) { return wrap(server.Client(t)), nil }
 		return h
 	}
+}
+
+// partitionFaults injects failure states into the partitions of a topic.
+type partitionFaults struct {
+	inner  conformance.Faults
+	layout func(topic string) *partition.Layout
+}
+
+// InjectCorrupt stores data in partition 0.
+func (f partitionFaults) InjectCorrupt(ctx context.Context, topic, group string, data []byte) error {
+	return f.inner.InjectCorrupt(ctx, f.layout(topic).Name(0), group, data)
+}
+
+// InjectOrphan orphans the next ready message of the first partition that has one.
+func (f partitionFaults) InjectOrphan(ctx context.Context, topic, group string) (string, error) {
+	l := f.layout(topic)
+	for i := range l.Count() {
+		id, err := f.inner.InjectOrphan(ctx, l.Name(i), group)
+		if err != nil || id != "" {
+			return partition.OuterID(i, id), err
+		}
+	}
+	return "", nil
 }

@@ -97,8 +97,9 @@ for _, i in ipairs(mine) do
   out[#out + 1] = i
   out[#out + 1] = tonumber(redis.call('HGET', KEYS[3], i))
 end
--- The group's keys outlive its longest lease by a lease, and go with its last member.
-local ttl = lease * 3
+-- The group's keys outlive a member's lease, refreshed by every sync; they go with the last
+-- member (leaveScript) or within a minute of the last sync.
+local ttl = math.min(math.max(lease * 2, 1000), 50000)
 for _, key in ipairs(KEYS) do
   if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
 end
@@ -108,6 +109,10 @@ return out
 // leaveScript: KEYS as AssignKeys; ARGV[1] member, ARGV[2] P.
 var leaveScript = redis.NewScript(`
 redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('ZCARD', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  return 0
+end
 for i = 0, tonumber(ARGV[2]) - 1 do
   if redis.call('HGET', KEYS[2], i) == ARGV[1] then redis.call('HDEL', KEYS[2], i) end
 end

@@ -28,7 +28,7 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 	}
 	m := b.lookup(memberKey{p.Topic, p.Group, p.Consumer})
 	if m == nil {
-		m = &member{t: t, owned: all(t.layout.Count())}
+		m = &member{t: t}
 		if p.Block > 0 {
 			m.bell = b.bells.acquire(ctx, b.cfg.Tag(p.Topic))
 			defer b.bells.release(m.bell)
@@ -43,7 +43,7 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 		return ds, err
 	}
 	block := p.Block
-	if m.bell != nil && m.tag != "" {
+	if m.isMember() {
 		block = min(block, m.nextSync())
 	}
 	wait := time.NewTimer(block)
@@ -61,12 +61,14 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 // An error after some deliveries were claimed returns those (they are held) and no error: the
 // next round meets the error again.
 func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) ([]backend.Delivery, error) {
-	owned := m.owned // a consumer that is no member: every partition
-	if m.tag != "" {
+	var owned []int
+	if m.isMember() {
 		var err error
 		if owned, err = b.sync(ctx, m, p.Lease); err != nil || len(owned) == 0 {
 			return nil, err
 		}
+	} else {
+		owned = all(m.t.layout.Count()) // a consumer that is no member: every partition
 	}
 	count := max(p.Count, 1)
 	start := m.rotate(len(owned))
@@ -85,7 +87,7 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 		}
 		for _, d := range ds {
 			m.t.seen(p.Group, i, d.ID)
-			d.ID = outerID(i, d.ID)
+			d.ID = OuterID(i, d.ID)
 			out = append(out, d)
 		}
 	}

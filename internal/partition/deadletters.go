@@ -46,7 +46,7 @@ func (b *Backend) DeadLetters(ctx context.Context, p *backend.DeadLettersParams)
 			got = append(got, page...)
 		}
 		for j := range got {
-			got[j].ID = outerID(i, got[j].ID)
+			got[j].ID = OuterID(i, got[j].ID)
 			got[j].Topic = p.Topic
 		}
 		mu.Lock()

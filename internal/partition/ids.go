@@ -8,8 +8,8 @@ import (
 // A delivery of a partitioned topic is known outside by "<partition>:<ID in the partition>", so
 // that an ack, a nack or an operator's command reaches the partition that holds it.
 
-// outerID names a delivery of partition i.
-func outerID(i int, id string) string { return strconv.Itoa(i) + ":" + id }
+// OuterID names delivery id of partition i as the partitioned topic's.
+func OuterID(i int, id string) string { return strconv.Itoa(i) + ":" + id }
 
 // splitID returns the partition and inner ID of an outer ID; ok is false when id names no
 // partition of a topic with p partitions (a foreign or mistyped ID, which holds nothing).

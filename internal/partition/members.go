@@ -23,7 +23,7 @@ func syncEvery(lease time.Duration) time.Duration { return min(lease/4, 250*time
 
 // syncShort is how soon a member short of its quota syncs again, to take the partitions the
 // others release at their own syncs.
-const syncShort = 50 * time.Millisecond
+const syncShort = 20 * time.Millisecond
 
 type memberKey struct{ topic, group, consumer string }
 
@@ -33,14 +33,15 @@ type member struct {
 	tag  string
 	bell *bell
 
-	mu     sync.Mutex // guards the rest; never held across a Redis call
-	owned  []int
-	quota  int
-	synced time.Time
-	lease  time.Duration
-	used   time.Time
-	next   int    // where the next claim round starts in owned
-	heard  uint64 // the bell's shuffles when this member last synced
+	mu      sync.Mutex // guards the rest; never held across a Redis call
+	owned   []int
+	quota   int
+	synced  time.Time
+	lease   time.Duration
+	used    time.Time
+	next    int    // where the next claim round starts in owned
+	heard   uint64 // the bell's shuffles when this member last synced
+	members int    // the group's members at the last sync
 }
 
 type members struct {
@@ -83,6 +84,9 @@ func (b *Backend) Assign(ctx context.Context, topic, group, consumer string) err
 	ms.m[k] = &member{key: k, t: t, tag: tag, bell: b.bells.acquire(ctx, tag), used: now}
 	return nil
 }
+
+// isMember tells a member (Assign) from the stand-in of a consumer that is none.
+func (m *member) isMember() bool { return m.tag != "" }
 
 // idle reports a member not used for three leases.
 func (m *member) idle(now time.Time) bool {
@@ -146,9 +150,12 @@ func (b *Backend) sync(ctx context.Context, m *member, lease time.Duration) ([]i
 		owned = append(owned, o.Partition)
 	}
 	m.mu.Lock()
-	m.owned, m.quota, m.synced, m.heard = slices.Clone(owned), a.Quota, now, heard
+	changed := a.Members != m.members
+	m.owned, m.quota, m.synced, m.heard, m.members = slices.Clone(owned), a.Quota, now, heard, a.Members
 	m.mu.Unlock()
-	if joined && len(owned) < a.Quota {
+	// A join, or a member that left or died, changes every member's quota: the first member
+	// to see it has the others sync now.
+	if (changed && a.Members > 1) || (joined && len(owned) < a.Quota) {
 		b.bells.shuffle(ctx, m.tag)
 	}
 	return owned, nil
@@ -194,4 +201,16 @@ func (b *Backend) Unassign(ctx context.Context, topic, group, consumer string) e
 	}
 	b.bells.shuffle(ctx, b.cfg.Tag(topic))
 	return nil
+}
+
+// Owned lists the partitions consumer held at its last sync, for tests and tools; nil when it
+// is no member here.
+func (b *Backend) Owned(topic, group, consumer string) []int {
+	m := b.lookup(memberKey{topic, group, consumer})
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.owned)
 }

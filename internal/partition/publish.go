@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -14,8 +15,12 @@ import (
 // fails the others may be stored, and a retry of the same batch sends every message to the
 // partition it went to before, where the inner backend's own publish rules apply.
 func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backend.PublishResult, error) {
-	t, err := b.topics.get(ctx, p.Topic)
-	if err != nil || len(p.Messages) == 0 {
+	if len(p.Messages) == 0 {
+		_, err := b.topics.get(ctx, p.Topic)
+		return backend.PublishResult{}, err
+	}
+	t, err := b.topics.create(ctx, p.Topic)
+	if err != nil {
 		return backend.PublishResult{}, err
 	}
 	l := t.layout
@@ -46,11 +51,15 @@ func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backen
 	})
 	slices.Sort(res.Reregistered)
 	if err != nil {
+		var full *backend.BacklogFullError
+		if errors.As(err, &full) {
+			full.Topic = p.Topic // the topic the caller knows
+		}
 		return res, err
 	}
 	next := map[int]int{}
 	for j, i := range where {
-		res.IDs[j] = outerID(i, ids[i][next[i]])
+		res.IDs[j] = OuterID(i, ids[i][next[i]])
 		next[i]++
 	}
 	now, due := readiness(p.Messages, func(m backend.OutMessage) time.Duration { return m.Delay })
@@ -92,7 +101,7 @@ func keysOf[T any](m map[int]T) []int {
 
 // EnsureGroup registers the group on every partition.
 func (b *Backend) EnsureGroup(ctx context.Context, p *backend.EnsureGroupParams) error {
-	t, err := b.topics.get(ctx, p.Topic)
+	t, err := b.topics.create(ctx, p.Topic)
 	if err != nil {
 		return err
 	}
@@ -106,7 +115,7 @@ func (b *Backend) EnsureGroup(ctx context.Context, p *backend.EnsureGroupParams)
 // RegisterAgain registers the group again on every partition where it vanished, each after
 // the last delivery this process claimed from it.
 func (b *Backend) RegisterAgain(ctx context.Context, p *backend.RegisterAgainParams) (backend.RegisterAgainResult, error) {
-	t, err := b.topics.get(ctx, p.Topic)
+	t, err := b.topics.create(ctx, p.Topic)
 	if err != nil {
 		return backend.RegisterAgainResult{}, err
 	}

@@ -92,3 +92,33 @@ func parseRecord(v string) (int, bool) {
 	n, err := strconv.Atoi(count)
 	return n, err == nil && n >= 1 && n <= MaxCount
 }
+
+// Check compares p with the count Redis records for topic, without writing: a *CountError when
+// they differ, or when p > 1 and the topic is in use unpartitioned. A topic with no record and
+// no data passes: its first publish records p.
+func Check(ctx context.Context, c redis.UniversalClient, topic string, p int, k Keys) error {
+	var rec *redis.StringCmd
+	var inUse *redis.IntCmd
+	_, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		rec = pipe.Get(ctx, k.Record)
+		inUse = pipe.Exists(ctx, k.InUse)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("relq: read the partitions of %q: %w", topic, err)
+	}
+	recorded := 1
+	if v, err := rec.Result(); err == nil {
+		n, ok := parseRecord(v)
+		if !ok {
+			return fmt.Errorf("relq: topic %q: partition record %q not understood by this version", topic, v)
+		}
+		recorded = n
+	} else if p == 1 || inUse.Val() == 0 {
+		return nil
+	}
+	if recorded != p {
+		return &CountError{Topic: topic, Configured: p, Recorded: recorded}
+	}
+	return nil
+}

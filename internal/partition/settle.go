@@ -94,7 +94,7 @@ func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string
 		mu.Lock()
 		defer mu.Unlock()
 		for _, id := range l {
-			lost = append(lost, outerID(i, id))
+			lost = append(lost, OuterID(i, id))
 		}
 		return err
 	})

@@ -25,6 +25,8 @@ type Config struct {
 // topic is what a process knows of one partitioned topic: its layout, once Redis agreed to it.
 type topic struct {
 	layout *Layout
+	// recorded: this process made sure Redis records the topic's count (create).
+	recorded bool
 	// lastMu guards lasts: per group, the last delivery ID this process claimed from each
 	// partition, where RegisterAgain starts a group that vanished.
 	lastMu sync.Mutex
@@ -64,12 +66,24 @@ type topics struct {
 	m   map[string]*topic
 }
 
-// get returns topic's layout, recording its count in Redis at the first use in this process.
+// get returns topic's layout for a call that reads the topic: it checks the count recorded in
+// Redis, if any, at the first use in this process, and writes none.
 func (ts *topics) get(ctx context.Context, name string) (*topic, error) {
+	return ts.load(ctx, name, false)
+}
+
+// create returns topic's layout for a call that stores data in it (a publish, a group's
+// registration): at the first such call in this process it records the count in Redis.
+func (ts *topics) create(ctx context.Context, name string) (*topic, error) {
+	return ts.load(ctx, name, true)
+}
+
+func (ts *topics) load(ctx context.Context, name string, write bool) (*topic, error) {
 	ts.mu.Lock()
 	t, ok := ts.m[name]
+	done := ok && (t.recorded || !write)
 	ts.mu.Unlock()
-	if ok {
+	if done {
 		return t, nil
 	}
 	if err := backend.ValidateName("topic", name); err != nil {
@@ -80,18 +94,27 @@ func (ts *topics) get(ctx context.Context, name string) (*topic, error) {
 	if err != nil {
 		return nil, err
 	}
-	tag := ts.cfg.Tag(name)
-	if _, err := Ensure(ctx, ts.cfg.Client, name, p, Keys{Record: RecordKey(tag), InUse: ts.cfg.InUse(name)}); err != nil {
+	k := Keys{Record: RecordKey(ts.cfg.Tag(name)), InUse: ts.cfg.InUse(name)}
+	if write {
+		_, err = Ensure(ctx, ts.cfg.Client, name, p, k)
+	} else {
+		err = Check(ctx, ts.cfg.Client, name, p, k)
+	}
+	if err != nil {
 		return nil, err
 	}
-	t = &topic{layout: l}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if old, ok := ts.m[name]; ok {
+	if old, ok := ts.m[name]; ok && (old.recorded || !write) {
 		return old, nil
 	}
 	if ts.m == nil {
 		ts.m = map[string]*topic{}
+	}
+	t = &topic{layout: l, recorded: write}
+	if old, ok := ts.m[name]; ok {
+		old.recorded = old.recorded || write
+		return old, nil
 	}
 	ts.m[name] = t
 	return t, nil
@@ -103,4 +126,11 @@ func check(topic, group string) error {
 		return err
 	}
 	return backend.ValidateName("group", group)
+}
+
+// forget drops a deleted topic's layout: its next use checks the count with Redis again.
+func (ts *topics) forget(name string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.m, name)
 }
