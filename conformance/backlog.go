@@ -89,7 +89,7 @@ func backlogBounded(t *testing.T, h Harness) {
 	}
 	require.ElementsMatch(t, ids[len(ids)-backlogLimit:], claimed, "the backlog kept other than the newest")
 
-	res, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: inOrderOut(h, outMessages(2 * backlogLimit))})
+	res, err = h.Backend.Publish(context.Background(), &backend.PublishParams{Topic: topic, Messages: inOrderOut(h, outMessages(2*backlogLimit))})
 	require.NoError(t, err)
 	require.Zero(t, res.BacklogDropped, "a topic with a group drops nothing")
 	require.Equal(t, counts{Ready: 2 * backlogLimit, Pending: backlogLimit}, countsOf(stats(t, h, topic, "g")))
