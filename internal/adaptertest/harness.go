@@ -62,7 +62,15 @@ func TopicKeys(c redis.UniversalClient, base func(topic string) string, also fun
 		ctx := context.Background()
 		under := base(topic) + ":"
 		var out []string
-		iter := c.Scan(ctx, 0, under+"*", 1000).Iterator()
+		var scanner redis.UniversalClient = c
+		if cc, ok := c.(*redis.ClusterClient); ok { // the keys of one tag live on one primary
+			node, err := cc.MasterForKey(ctx, under)
+			if err != nil {
+				return nil, err
+			}
+			scanner = node
+		}
+		iter := scanner.Scan(ctx, 0, under+"*", 1000).Iterator()
 		for iter.Next(ctx) {
 			out = append(out, iter.Val())
 		}

@@ -2,7 +2,9 @@ package adaptertest
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -19,11 +21,31 @@ import (
 // Peer are partition.Backend wrappers of what build makes, its Keys those of the topic's own
 // tag and of every partition's, and its Faults build's, aimed at a partition.
 func Partitioned(build Build, p int) conformance.Factory {
-	return func(t *testing.T, opts conformance.Options) conformance.Harness {
+	return partitioned(build, p, func(t *testing.T, opts conformance.Options) (func() redis.UniversalClient, func(time.Duration) error) {
 		server := redistest.Shared(t)
 		if opts.Private {
 			server = redistest.Start(t, redistest.Options{AOF: true})
+			return func() redis.UniversalClient { return server.Client(t) }, server.Outage
 		}
+		return func() redis.UniversalClient { return server.Client(t) }, nil
+	})
+}
+
+// PartitionedOnCluster is Partitioned on cluster, whose primaries the partitions of every
+// topic spread over. The cases that stop Redis skip: the Harness has no Outage.
+func PartitionedOnCluster(build Build, p int, cluster *redistest.Cluster) conformance.Factory {
+	return partitioned(build, p, func(t *testing.T, _ conformance.Options) (func() redis.UniversalClient, func(time.Duration) error) {
+		return func() redis.UniversalClient { return cluster.Client(t) }, nil
+	})
+}
+
+// servers gives a test its clients (each call a new one, as another process's) and, when it
+// asked for a private server, the outage of that server.
+type servers func(t *testing.T, opts conformance.Options) (client func() redis.UniversalClient, outage func(time.Duration) error)
+
+func partitioned(build Build, p int, on servers) conformance.Factory {
+	return func(t *testing.T, opts conformance.Options) conformance.Harness {
+		newClient, outage := on(t, opts)
 		prefix := redistest.Prefix(t)
 		tag := func(topic string) string { return keys.Tag(prefix, topic) }
 		wrap := func(client redis.UniversalClient) backend.Backend {
@@ -39,7 +61,7 @@ func Partitioned(build Build, p int) conformance.Factory {
 			require.NoError(t, err)
 			return b
 		}
-		client := server.Client(t)
+		client := newClient()
 		inner, err := build(client, prefix, opts)
 		require.NoError(t, err)
 		closeBackend(t, inner.Backend)
@@ -51,10 +73,11 @@ func Partitioned(build Build, p int) conformance.Factory {
 		}
 		if inner.Faults != nil {
 			h.Faults = partitionFaults{inner.Faults, layout}
+			if del, ok := inner.Faults.(conformance.BodyDeleter); ok {
+				h.Faults = partitionBodyFaults{partitionFaults{inner.Faults, layout}, del}
+			}
 		}
-		if opts.Private {
-			h.Outage = server.Outage
-		}
+		h.Outage = outage
 		h.Keys = func(topic string) ([]string, error) {
 			l := layout(topic)
 			all, err := TopicKeys(client, tag, nil)(topic)
@@ -74,8 +97,12 @@ func Partitioned(build Build, p int) conformance.Factory {
 			}
 			return out, err
 		}
-		h.Forget = Forget(client, h.Keys)
-		h.Peer = func() (backend.Backend, error) { return wrap(server.Client(t)), nil }
+		// Redis forgetting a topic forgets its partition record too.
+		h.Forget = ForgetByTag(client, func(topic string) ([]string, error) {
+			ks, err := h.Keys(topic)
+			return append(ks, partition.RecordKey(tag(topic))), err
+		})
+		h.Peer = func() (backend.Backend, error) { return wrap(newClient()), nil }
 		return h
 	}
 }
@@ -101,4 +128,20 @@ func (f partitionFaults) InjectOrphan(ctx context.Context, topic, group string) 
 		}
 	}
 	return "", nil
+}
+
+// partitionBodyFaults adds body deletion where the backend beneath has it.
+type partitionBodyFaults struct {
+	partitionFaults
+	del conformance.BodyDeleter
+}
+
+// DeleteBody deletes the body of a delivery in its partition.
+func (f partitionBodyFaults) DeleteBody(ctx context.Context, topic, id string) error {
+	l := f.layout(topic)
+	i, inner, ok := partition.SplitID(id, l.Count())
+	if !ok {
+		return fmt.Errorf("adaptertest: %q names no partition of %q", id, topic)
+	}
+	return f.del.DeleteBody(ctx, l.Name(i), inner)
 }

@@ -65,3 +65,29 @@ func Forget(c redis.UniversalClient, list func(topic string) ([]string, error)) 
 		return c.Del(context.Background(), keys...).Err()
 	}
 }
+
+// ForgetByTag is Forget for keys under several hash tags (the partitions of a topic): one DEL
+// per tag, each as a FLUSHALL of that slot would, so that it works on a Cluster too.
+func ForgetByTag(c redis.UniversalClient, list func(topic string) ([]string, error)) func(topic string) error {
+	return func(topic string) error {
+		keys, err := list(topic)
+		if err != nil {
+			return err
+		}
+		byTag := map[string][]string{}
+		var tags []string
+		for _, k := range keys {
+			tag, _, _ := strings.Cut(k, "}")
+			if _, ok := byTag[tag]; !ok {
+				tags = append(tags, tag)
+			}
+			byTag[tag] = append(byTag[tag], k)
+		}
+		for _, tag := range tags {
+			if err := c.Del(context.Background(), byTag[tag]...).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

@@ -61,8 +61,8 @@ func (b *Backend) DeadLetters(ctx context.Context, p *backend.DeadLettersParams)
 		if c := a.DeadAt.Compare(b.DeadAt); c != 0 {
 			return c
 		}
-		ai, _, _ := splitID(a.ID, t.layout.Count())
-		bi, _, _ := splitID(b.ID, t.layout.Count())
+		ai, _, _ := SplitID(a.ID, t.layout.Count())
+		bi, _, _ := SplitID(b.ID, t.layout.Count())
 		return ai - bi
 	})
 	from := min(max(p.Offset, 0), len(out))

@@ -17,4 +17,15 @@
 //     writes no record and keeps today's keys byte for byte.
 //
 // The partitions themselves are ordinary topics: list, zset and streams keep their scripts.
+// Backend (Wrap) keeps the delivery contract on top of them:
+//
+//   - Publish splits a batch by key and sends the parts concurrently; a delivery ID is
+//     "<partition>:<ID in the partition>", so acks, nacks, lease extensions and operators'
+//     commands reach the partition that holds the message.
+//   - The subscriptions of a group share its partitions (Assign, Sync): each claims from its
+//     own share, one partition at a time, and an idle one sleeps on the topic's bell, a sharded
+//     Pub/Sub channel that publishes, nacks and due times ring. A process holds one bell
+//     connection per topic it consumes, and a claim round one pooled connection at a time; the
+//     fan-out of other calls is bounded by fanout.
+//   - Stats, dead letters and the Admin API add up, list and page over every partition.
 package partition

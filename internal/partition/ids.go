@@ -11,9 +11,9 @@ import (
 // OuterID names delivery id of partition i as the partitioned topic's.
 func OuterID(i int, id string) string { return strconv.Itoa(i) + ":" + id }
 
-// splitID returns the partition and inner ID of an outer ID; ok is false when id names no
+// SplitID returns the partition and inner ID of an outer ID; ok is false when id names no
 // partition of a topic with p partitions (a foreign or mistyped ID, which holds nothing).
-func splitID(id string, p int) (i int, inner string, ok bool) {
+func SplitID(id string, p int) (i int, inner string, ok bool) {
 	head, inner, found := strings.Cut(id, ":")
 	if !found || inner == "" || head == "" || len(head) > 4 {
 		return 0, "", false
@@ -30,7 +30,7 @@ func splitID(id string, p int) (i int, inner string, ok bool) {
 func byPartition[T any](items []T, p int, id func(T) string, setID func(*T, string)) (parts map[int][]T, rest []T) {
 	parts = map[int][]T{}
 	for _, it := range items {
-		i, inner, ok := splitID(id(it), p)
+		i, inner, ok := SplitID(id(it), p)
 		if !ok {
 			rest = append(rest, it)
 			continue

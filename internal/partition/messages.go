@@ -121,7 +121,7 @@ func (b *Backend) onMessage(ctx context.Context, p *backend.MessageParams, f fun
 	if err != nil {
 		return err
 	}
-	i, inner, ok := splitID(p.ID, t.layout.Count())
+	i, inner, ok := SplitID(p.ID, t.layout.Count())
 	if !ok {
 		return fmt.Errorf("message %q of group %q of topic %q: %w", p.ID, p.Group, p.Topic, backend.ErrMessageNotFound)
 	}
