@@ -1,0 +1,180 @@
+package benchmarks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relq/relq/backend"
+	"github.com/relq/relq/internal/keys"
+	"github.com/relq/relq/internal/partition"
+	"github.com/relq/relq/pubsub"
+)
+
+// PartitionCost is what each primary of a Cluster spent on a topic of P partitions while its
+// messages were published and consumed, per message of the topic.
+type PartitionCost struct {
+	Backend    string      `json:"backend"`
+	Partitions int         `json:"partitions"`
+	Messages   int         `json:"messages"`
+	Primaries  []RedisCost `json:"primaries"`
+}
+
+// Busiest is the primary that spent the most CPU per message: the one that caps the topic.
+func (c PartitionCost) Busiest() RedisCost {
+	var b RedisCost
+	for _, p := range c.Primaries {
+		if p.CPUMicrosPerMessage > b.CPUMicrosPerMessage {
+			b = p
+		}
+	}
+	return b
+}
+
+// CPUShare and CommandShare are the busiest primary's share of the Cluster's Redis CPU and of
+// its commands (even over n primaries is 1/n).
+func (c PartitionCost) CPUShare() float64 {
+	var total, top float64
+	for _, p := range c.Primaries {
+		total += p.CPUMicrosPerMessage
+		top = max(top, p.CPUMicrosPerMessage)
+	}
+	return top / max(total, 1e-9)
+}
+
+// CommandShare: see CPUShare.
+func (c PartitionCost) CommandShare() float64 {
+	var total, top float64
+	for _, p := range c.Primaries {
+		total += p.CommandsPerMessage
+		top = max(top, p.CommandsPerMessage)
+	}
+	return top / max(total, 1e-9)
+}
+
+// Ceiling is the messages per second the topic could reach before its busiest primary runs
+// out of one core: 1 / (that primary's CPU per message). On a machine with fewer cores than
+// primaries the Cluster cannot show it as throughput; the CPU it spends says it.
+func (c PartitionCost) Ceiling() float64 {
+	return 1e6 / max(c.Busiest().CPUMicrosPerMessage, 1e-9)
+}
+
+// MeasurePartitions publishes n keyed messages to one topic of p partitions (p = 1: the
+// backend itself, as before partitions) of target on a Cluster, from 8 goroutines in batches
+// of 50, while subscribers (3, Concurrency 8) of one group consume them, and reads what each
+// primary spent (INFO, before and after). primaries are clients of the Cluster's primaries.
+func MeasurePartitions(ctx context.Context, cluster *redis.ClusterClient, primaries []*redis.Client, t Target, p, n int) (PartitionCost, error) {
+	var salt [4]byte
+	_, _ = rand.Read(salt[:])
+	prefix := "relqbench-" + hex.EncodeToString(salt[:])
+	inner, err := t.newBackend(cluster, prefix)
+	if err != nil {
+		return PartitionCost{}, err
+	}
+	b := inner
+	if p > 1 {
+		tag := func(topic string) string { return keys.Tag(prefix, topic) }
+		b, err = partition.Wrap(inner, partition.Config{
+			Client: cluster, Tag: tag,
+			InUse:      func(topic string) string { return keys.Join(tag(topic), "meta") },
+			Partitions: func(string) int { return p },
+		})
+		if err != nil {
+			return PartitionCost{}, err
+		}
+	}
+	const topic, subscribers = "orders", 3
+	var acked atomic.Int64
+	done := make(chan struct{})
+	subCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var subs []*pubsub.Subscriber
+	for range subscribers {
+		sub, err := pubsub.NewSubscriber(b, pubsub.SubscriberConfig{Group: group, Concurrency: 8}, nil)
+		if err != nil {
+			return PartitionCost{}, err
+		}
+		subs = append(subs, sub)
+		ch, err := sub.Subscribe(subCtx, topic)
+		if err != nil {
+			return PartitionCost{}, err
+		}
+		go func() {
+			for msg := range ch {
+				msg.Ack()
+				if acked.Add(1) == int64(n) {
+					close(done)
+				}
+			}
+		}()
+	}
+	defer func() {
+		for _, s := range subs {
+			_ = s.Close()
+		}
+	}()
+	time.Sleep(time.Second) // the group's shares settle before the measured phase
+	meters := make([]*costMeter, len(primaries))
+	for i, c := range primaries {
+		if meters[i], err = startCost(ctx, c); err != nil {
+			return PartitionCost{}, err
+		}
+	}
+	pub, err := pubsub.NewPublisher(b, pubsub.PublisherConfig{}, nil)
+	if err != nil {
+		return PartitionCost{}, err
+	}
+	defer pub.Close()
+	const goroutines, batch = 8, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g * batch; i < n; i += goroutines * batch {
+				msgs := make([]*message.Message, 0, batch)
+				for j := i; j < min(i+batch, n); j++ {
+					m := message.NewMessage(watermill.NewUUID(), []byte("payload"))
+					pubsub.SetKey(m, "customer-"+strconv.Itoa(j%1000))
+					msgs = append(msgs, m)
+				}
+				if err := pub.Publish(topic, msgs...); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return PartitionCost{}, err
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		return PartitionCost{}, fmt.Errorf("partitions: %d of %d messages acked in 2 minutes", acked.Load(), n)
+	}
+	out := PartitionCost{Backend: t.Name, Partitions: p, Messages: n}
+	for _, m := range meters {
+		c, err := m.stop(ctx, n)
+		if err != nil {
+			return PartitionCost{}, err
+		}
+		out.Primaries = append(out.Primaries, c)
+	}
+	if a, ok := b.(backend.Admin); ok {
+		_ = a.DeleteTopic(ctx, topic)
+	}
+	return out, nil
+}
