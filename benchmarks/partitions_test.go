@@ -40,7 +40,8 @@ func BenchmarkPartitionsOnCluster(b *testing.B) {
 				b.Logf("%-7s P=%-2d busiest primary %.1f µs CPU, %.2f commands per msg; its share: CPU %.0f%%, commands %.0f%%; ceiling %.0f msg/s",
 					c.Backend, c.Partitions, busiest.CPUMicrosPerMessage, busiest.CommandsPerMessage, 100*c.CPUShare(), 100*c.CommandShare(), c.Ceiling())
 			}
-			b.Logf("%-7s ceiling P=12 / P=1: x%.2f", t.Name, twelve.Ceiling()/one.Ceiling())
+			b.Logf("%-7s ceiling P=12 / P=1: x%.2f by CPU, x%.2f by commands", t.Name, twelve.Ceiling()/one.Ceiling(),
+				one.Busiest().CommandsPerMessage/twelve.Busiest().CommandsPerMessage)
 			if testing.Verbose() {
 				b.Logf("P=1 busiest by command: %v", one.Busiest().ByCommand)
 				b.Logf("P=12 busiest by command: %v", twelve.Busiest().ByCommand)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,4 +168,50 @@ func TestForeignIDsHoldNothing(t *testing.T) {
 	require.ElementsMatch(t, []string{"9:123", "x", "01:5"}, lost)
 	_, err = b.Message(ctx, &backend.MessageParams{Topic: "orders", Group: "g", ID: "x"})
 	require.True(t, errors.Is(err, backend.ErrMessageNotFound))
+}
+
+// claimCounter counts the claims that reach the backend beneath.
+type claimCounter struct {
+	backend.Backend
+	claims atomic.Int64
+}
+
+func (c *claimCounter) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
+	c.claims.Add(1)
+	return c.Backend.Claim(ctx, p)
+}
+
+// An idle member asks only the partition a publish rang for, not each of its partitions.
+func TestIdleMemberAsksOnlyTheRungPartition(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	ctx := context.Background()
+	inner, err := list.New(r.client, list.Options{Prefix: r.prefix})
+	require.NoError(t, err)
+	counted := &claimCounter{Backend: inner}
+	b, err := partition.Wrap(counted, partition.Config{
+		Client: r.client, Tag: r.tag,
+		InUse:      func(topic string) string { return keys.Join(r.tag(topic), "meta") },
+		Partitions: func(string) int { return 8 },
+	})
+	require.NoError(t, err)
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "orders", Group: "g"}))
+	require.NoError(t, b.Assign(ctx, "orders", "g", "c"))
+	claim := func() []backend.Delivery {
+		ds, err := b.Claim(ctx, &backend.ClaimParams{Topic: "orders", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute, Block: 5 * time.Second})
+		require.NoError(t, err)
+		return ds
+	}
+	ds, err := b.Claim(ctx, &backend.ClaimParams{Topic: "orders", Group: "g", Consumer: "c", Count: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Empty(t, ds)
+	require.Equal(t, int64(8), counted.claims.Load(), "the first round asks each partition once")
+
+	for round := range 3 {
+		before := counted.claims.Load()
+		_, err = b.Publish(ctx, &backend.PublishParams{Topic: "orders", Messages: keyed(1, func(int) string { return "k" + strconv.Itoa(round) })})
+		require.NoError(t, err)
+		require.Len(t, claim(), 1)
+		require.Equal(t, int64(1), counted.claims.Load()-before, "round %d: one claim, in the partition rung", round)
+	}
 }

@@ -27,13 +27,28 @@ import (
 // bellChannel is the sharded channel of the topic whose keys carry tag.
 func bellChannel(tag string) string { return keys.Join(tag, "bell") }
 
+// Bell messages: messages were stored in the partitions listed ("p3,7"; none listed: any);
+// the group's members changed; messages fall due after the milliseconds that follow the
+// prefix, in the partitions listed after a colon ("d1500:3").
+const (
+	ringStored  = "p"
+	ringShuffle = "s"
+	ringDue     = "d"
+)
+
+// maxDues bounds the due times a bell keeps for later: past it, the latest are dropped and
+// their sleepers wake at their Block.
+const maxDues = 256
+
 type bells struct {
 	client redis.UniversalClient
 	mu     sync.Mutex
 	m      map[string]*bell
 }
 
-// bell is one topic's channel in this process.
+// bell is one topic's channel in this process. Besides waking sleepers it counts, for each
+// partition, the rings that named it (and every ring that named none), so that a consumer asks
+// only the partitions that were rung since it last found them drained.
 type bell struct {
 	tag  string
 	refs int
@@ -44,21 +59,17 @@ type bell struct {
 	// shuffles counts the rebalance rings heard: a member that joined, or left, asks the
 	// others to sync their shares at once rather than at their next period.
 	shuffles uint64
-	dues     []time.Time // sorted: when to ring again
-	timer    *time.Timer // fires at dues[0]
+	anyRings uint64         // rings that named no partition
+	rings    map[int]uint64 // rings that named the partition
+	dues     []due          // sorted: when to ring again
+	timer    *time.Timer    // fires at dues[0]
 }
 
-// Bell messages: messages were stored; the group's members changed; messages fall due after
-// the milliseconds that follow the prefix.
-const (
-	ringStored  = ""
-	ringShuffle = "s"
-	ringDue     = "d"
-)
-
-// maxDues bounds the due times a bell keeps for later: past it, the latest are dropped and
-// their sleepers wake at their Block.
-const maxDues = 256
+// due is a ring to come: at at, for the partitions parts (nil: any).
+type due struct {
+	at    time.Time
+	parts []int
+}
 
 // acquire returns the bell of tag, subscribing to it at its first user. A bell that could not
 // subscribe is returned all the same: its sleepers wake at their Block.
@@ -69,7 +80,7 @@ func (bs *bells) acquire(ctx context.Context, tag string) *bell {
 		b.refs++
 		return b
 	}
-	b := &bell{tag: tag, refs: 1, rung: make(chan struct{})}
+	b := &bell{tag: tag, refs: 1, rung: make(chan struct{}), rings: map[int]uint64{}}
 	ps := bs.client.SSubscribe(ctx, bellChannel(tag))
 	// The subscription is confirmed before the first claim round, so no ring after that
 	// round began can be missed.
@@ -103,22 +114,21 @@ func (bs *bells) release(b *bell) {
 	b.mu.Unlock()
 }
 
-// ring tells the topic's sleeping consumers, in every process, that messages were stored:
-// ready now when now is set, and due after due when it is positive (the earliest delay).
-func (bs *bells) ring(ctx context.Context, tag string, now bool, due time.Duration) {
+// ring tells the topic's sleeping consumers, in every process, that messages were stored in
+// parts: ready now when now is set, and due after due when it is positive (the earliest
+// delay). Empty parts names no partition: any may hold them.
+func (bs *bells) ring(ctx context.Context, tag string, parts []int, now bool, due time.Duration) {
 	ch := bellChannel(tag)
-	switch {
-	case now && due > 0:
-		_, _ = bs.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.SPublish(ctx, ch, ringStored)
-			p.SPublish(ctx, ch, ringDue+strconv.FormatInt(due.Milliseconds(), 10))
-			return nil
-		})
-	case now:
-		_ = bs.client.SPublish(ctx, ch, ringStored).Err()
-	case due > 0:
-		_ = bs.client.SPublish(ctx, ch, ringDue+strconv.FormatInt(due.Milliseconds(), 10)).Err()
-	}
+	list := formatParts(parts)
+	_, _ = bs.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if now {
+			p.SPublish(ctx, ch, ringStored+list)
+		}
+		if due > 0 {
+			p.SPublish(ctx, ch, ringDue+strconv.FormatInt(due.Milliseconds(), 10)+":"+list)
+		}
+		return nil
+	})
 }
 
 // shuffle tells the topic's members, in every process, to sync their shares now.
@@ -126,22 +136,83 @@ func (bs *bells) shuffle(ctx context.Context, tag string) {
 	_ = bs.client.SPublish(ctx, bellChannel(tag), ringShuffle).Err()
 }
 
+func formatParts(parts []int) string {
+	var sb strings.Builder
+	for k, i := range parts {
+		if k > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.Itoa(i))
+	}
+	return sb.String()
+}
+
+// parseParts reads a partition list; nil (any) when empty or not understood.
+func parseParts(s string) []int {
+	if s == "" {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		i, err := strconv.Atoi(f)
+		if err != nil || i < 0 || i >= MaxCount {
+			return nil
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
 func (b *bell) listen(c <-chan *redis.Message) {
 	for msg := range c {
-		b.mu.Lock()
-		switch {
-		case msg.Payload == ringShuffle:
-			b.shuffles++
-		case strings.HasPrefix(msg.Payload, ringDue):
-			if ms, err := strconv.ParseInt(msg.Payload[len(ringDue):], 10, 64); err == nil && ms > 0 {
-				b.later(time.Now().Add(time.Duration(ms) * time.Millisecond))
-				b.mu.Unlock()
-				continue
-			}
-		}
-		b.wake()
-		b.mu.Unlock()
+		b.heard(msg.Payload)
 	}
+}
+
+// heard acts on one bell message.
+func (b *bell) heard(payload string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case payload == ringShuffle:
+		b.shuffles++
+	case strings.HasPrefix(payload, ringDue):
+		ms, list, _ := strings.Cut(payload[len(ringDue):], ":")
+		if n, err := strconv.ParseInt(ms, 10, 64); err == nil && n > 0 {
+			b.later(due{at: time.Now().Add(time.Duration(n) * time.Millisecond), parts: parseParts(list)})
+			return
+		}
+	case strings.HasPrefix(payload, ringStored):
+		b.mark(parseParts(payload[len(ringStored):]))
+	default:
+		b.mark(nil)
+	}
+	b.wake()
+}
+
+// mark counts a ring for parts (nil: any). b.mu is held.
+func (b *bell) mark(parts []int) {
+	if parts == nil {
+		b.anyRings++
+	}
+	for _, i := range parts {
+		b.rings[i]++
+	}
+}
+
+// version is the count of rings that may concern partition i: a consumer that drained i when
+// it was v need not ask i again while it still is.
+func (b *bell) version(i int) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.anyRings + b.rings[i]
+}
+
+// next returns a channel closed at the next ring.
+func (b *bell) next() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rung
 }
 
 // wake wakes the bell's sleepers. b.mu is held.
@@ -150,13 +221,13 @@ func (b *bell) wake() {
 	b.rung = make(chan struct{})
 }
 
-// later rings the bell again at at. b.mu is held.
-func (b *bell) later(at time.Time) {
-	i, _ := slices.BinarySearchFunc(b.dues, at, time.Time.Compare)
+// later rings the bell again at d.at. b.mu is held.
+func (b *bell) later(d due) {
+	i, _ := slices.BinarySearchFunc(b.dues, d.at, func(x due, at time.Time) int { return x.at.Compare(at) })
 	if i == maxDues {
 		return
 	}
-	b.dues = slices.Insert(b.dues, i, at)
+	b.dues = slices.Insert(b.dues, i, d)
 	if len(b.dues) > maxDues {
 		b.dues = b.dues[:maxDues]
 	}
@@ -172,7 +243,7 @@ func (b *bell) arm() {
 		b.timer = nil
 	}
 	if len(b.dues) > 0 {
-		b.timer = time.AfterFunc(time.Until(b.dues[0]), b.fire)
+		b.timer = time.AfterFunc(time.Until(b.dues[0].at), b.fire)
 	}
 }
 
@@ -182,7 +253,8 @@ func (b *bell) fire() {
 	defer b.mu.Unlock()
 	now := time.Now()
 	n := 0
-	for n < len(b.dues) && !b.dues[n].After(now) {
+	for n < len(b.dues) && !b.dues[n].at.After(now) {
+		b.mark(b.dues[n].parts)
 		n++
 	}
 	if n > 0 {
@@ -197,11 +269,4 @@ func (b *bell) shuffled() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.shuffles
-}
-
-// next returns a channel closed at the next ring.
-func (b *bell) next() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.rung
 }

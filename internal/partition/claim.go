@@ -51,39 +51,54 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 	select {
 	case <-ring:
 	case <-wait.C:
+		m.sweepNext() // no ring for a Block: ask every partition, whatever the bell said
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	return b.round(ctx, m, p)
 }
 
-// round syncs m's share when due and claims up to p.Count from its partitions without waiting.
-// An error after some deliveries were claimed returns those (they are held) and no error: the
-// next round meets the error again.
+// round syncs m's share when due and claims up to p.Count from its partitions without waiting:
+// a member asks only the partitions the bell rang for since it found them drained (all of
+// them after a silent Block or a change of its share), a consumer that is no member every
+// partition. An error after some deliveries were claimed returns those (they are held) and
+// no error: the next round meets the error again.
 func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) ([]backend.Delivery, error) {
-	var owned []int
+	var ask []int
 	if m.isMember() {
-		var err error
-		if owned, err = b.sync(ctx, m, p.Lease); err != nil || len(owned) == 0 {
+		owned, err := b.sync(ctx, m, p.Lease)
+		if err != nil || len(owned) == 0 {
 			return nil, err
 		}
+		ask = m.toAsk(owned)
 	} else {
-		owned = all(m.t.layout.Count()) // a consumer that is no member: every partition
+		ask = all(m.t.layout.Count())
+	}
+	if len(ask) == 0 {
+		return nil, nil
 	}
 	count := max(p.Count, 1)
-	start := m.rotate(len(owned))
+	start := m.rotate(len(ask))
 	var out []backend.Delivery
-	for k := 0; k < len(owned) && len(out) < count; k++ {
-		i := owned[(start+k)%len(owned)]
+	for k := 0; k < len(ask) && len(out) < count; k++ {
+		i := ask[(start+k)%len(ask)]
+		var version uint64
+		if m.isMember() {
+			version = m.bell.version(i)
+		}
+		want := count - len(out)
 		ds, err := b.inner.Claim(ctx, &backend.ClaimParams{
 			Topic: m.t.layout.Name(i), Group: p.Group, Consumer: p.Consumer,
-			Count: count - len(out), Lease: p.Lease,
+			Count: want, Lease: p.Lease,
 		})
 		if err != nil {
 			if len(out) > 0 {
 				return out, nil
 			}
 			return nil, err
+		}
+		if m.isMember() {
+			m.asked(i, version, len(ds) >= want)
 		}
 		for _, d := range ds {
 			m.t.seen(p.Group, i, d.ID)

@@ -78,7 +78,7 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *backend.RequeuePara
 		return b.inner.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: p.Group, IDs: ids, All: ids == nil})
 	})
 	if n > 0 {
-		b.bells.ring(ctx, b.cfg.Tag(p.Topic), true, 0)
+		b.bells.ring(ctx, b.cfg.Tag(p.Topic), nil, true, 0)
 	}
 	return n, err
 }

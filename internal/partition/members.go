@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -42,6 +43,13 @@ type member struct {
 	next    int    // where the next claim round starts in owned
 	heard   uint64 // the bell's shuffles when this member last synced
 	members int    // the group's members at the last sync
+	// What the member knows of its partitions' contents: the bell's version of each when it
+	// last found it drained (seen), whether its last claim there filled up (full, so more may
+	// wait), and whether its next round asks every partition (sweep).
+	seen  map[int]uint64
+	full  map[int]bool
+	sweep bool
+	asks  []int // the partitions it asked in its last round, to notice a change of its share
 }
 
 type members struct {
@@ -170,6 +178,44 @@ func (m *member) nextSync() time.Duration {
 		every = syncShort
 	}
 	return max(every-time.Since(m.synced), time.Millisecond)
+}
+
+// toAsk lists the owned partitions a round asks: those rung since they were found drained,
+// those whose last claim filled up, and all of them after sweepNext or a change of share.
+func (m *member) toAsk(owned []int) []int {
+	m.mu.Lock()
+	sweep := m.sweep || !slices.Equal(owned, m.asks)
+	m.sweep, m.asks = false, slices.Clone(owned)
+	seen, full := maps.Clone(m.seen), maps.Clone(m.full)
+	m.mu.Unlock()
+	if sweep {
+		return owned
+	}
+	var out []int
+	for _, i := range owned {
+		v, known := seen[i]
+		if !known || full[i] || v != m.bell.version(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// asked records a claim from partition i that began at the bell's version v and filled up or not.
+func (m *member) asked(i int, v uint64, filled bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen, m.full = map[int]uint64{}, map[int]bool{}
+	}
+	m.seen[i], m.full[i] = v, filled
+}
+
+// sweepNext makes the next round ask every owned partition.
+func (m *member) sweepNext() {
+	m.mu.Lock()
+	m.sweep = true
+	m.mu.Unlock()
 }
 
 // rotate returns where the next claim round starts among n owned partitions, and moves it on,

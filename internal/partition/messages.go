@@ -99,13 +99,13 @@ func (b *Backend) DeleteMessage(ctx context.Context, p *backend.MessageParams) e
 
 // RunMessage makes a delayed message due now in its partition.
 func (b *Backend) RunMessage(ctx context.Context, p *backend.MessageParams) error {
-	err := b.onMessage(ctx, p, func(a backend.Admin, _ int, q *backend.MessageParams) error {
-		return a.RunMessage(ctx, q)
+	return b.onMessage(ctx, p, func(a backend.Admin, i int, q *backend.MessageParams) error {
+		if err := a.RunMessage(ctx, q); err != nil {
+			return err
+		}
+		b.bells.ring(ctx, b.cfg.Tag(p.Topic), []int{i}, true, 0)
+		return nil
 	})
-	if err == nil {
-		b.bells.ring(ctx, b.cfg.Tag(p.Topic), true, 0)
-	}
-	return err
 }
 
 // onMessage runs f on the partition p.ID names; ErrMessageNotFound for an ID that names none.

@@ -63,7 +63,7 @@ func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backen
 		next[i]++
 	}
 	now, due := readiness(p.Messages, func(m backend.OutMessage) time.Duration { return m.Delay })
-	b.bells.ring(ctx, b.cfg.Tag(p.Topic), now, due)
+	b.bells.ring(ctx, b.cfg.Tag(p.Topic), keysOf(parts), now, due)
 	return res, nil
 }
 

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,6 +43,7 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 	}
 	parts, rest := byPartition(p.Items, t.layout.Count(), nackID, setNackID)
 	var mu sync.Mutex
+	var requeued []int
 	res := backend.NackResult{Stale: len(rest)}
 	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
 		r, err := b.inner.Nack(ctx, &backend.NackParams{
@@ -50,6 +52,9 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 		})
 		mu.Lock()
 		defer mu.Unlock()
+		if r.Requeued > 0 {
+			requeued = append(requeued, i)
+		}
 		res.Requeued += r.Requeued
 		res.DeadLettered += r.DeadLettered
 		res.Stale += r.Stale
@@ -62,7 +67,8 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 			}
 			return n.Delay
 		})
-		b.bells.ring(ctx, b.cfg.Tag(p.Topic), now, due)
+		slices.Sort(requeued)
+		b.bells.ring(ctx, b.cfg.Tag(p.Topic), requeued, now, due)
 	}
 	return res, err
 }
@@ -132,12 +138,16 @@ func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backen
 	}
 	var mu sync.Mutex
 	var res backend.ReclaimResult
+	var readied []int
 	err = each(ctx, parts, func(ctx context.Context, i int) error {
 		q := *p
 		q.Topic = t.layout.Name(i)
 		r, err := b.inner.Reclaim(ctx, &q)
 		mu.Lock()
 		defer mu.Unlock()
+		if r.Reclaimed+r.Promoted+r.Orphans > 0 {
+			readied = append(readied, i)
+		}
 		res.Reclaimed += r.Reclaimed
 		res.DeadLettered += r.DeadLettered
 		res.Orphans += r.Orphans
@@ -148,8 +158,9 @@ func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backen
 		}
 		return err
 	})
-	if res.Reclaimed+res.Promoted+res.Orphans > 0 {
-		b.bells.ring(ctx, b.cfg.Tag(p.Topic), true, 0)
+	if len(readied) > 0 {
+		slices.Sort(readied)
+		b.bells.ring(ctx, b.cfg.Tag(p.Topic), readied, true, 0)
 	}
 	return res, err
 }
