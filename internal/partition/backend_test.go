@@ -215,3 +215,64 @@ func TestIdleMemberAsksOnlyTheRungPartition(t *testing.T) {
 		require.Equal(t, int64(1), counted.claims.Load()-before, "round %d: one claim, in the partition rung", round)
 	}
 }
+
+// failingClaims fails every claim on one topic of the backend beneath, as a primary that does
+// not answer would.
+type failingClaims struct {
+	backend.Backend
+	topic string
+}
+
+var errNoAnswer = errors.New("dial tcp: connection refused")
+
+func (f *failingClaims) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.Delivery, error) {
+	if p.Topic == f.topic {
+		return nil, errNoAnswer
+	}
+	return f.Backend.Claim(ctx, p)
+}
+
+// A partition that fails holds up only itself: a round claims from the others, and fails only
+// when every partition it asked failed.
+func TestAFailingPartitionHoldsUpOnlyItself(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	ctx := context.Background()
+	inner, err := list.New(r.client, list.Options{Prefix: r.prefix})
+	require.NoError(t, err)
+	l, err := partition.New("orders", 4, r.tag)
+	require.NoError(t, err)
+	failing := &failingClaims{Backend: inner, topic: l.Name(2)}
+	cfg := partition.Config{
+		Client: r.client, Tag: r.tag,
+		InUse:      func(topic string) string { return keys.Join(r.tag(topic), "meta") },
+		Partitions: func(string) int { return 4 },
+	}
+	b, err := partition.Wrap(failing, cfg)
+	require.NoError(t, err)
+	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "orders", Group: "g"}))
+	require.NoError(t, b.Assign(ctx, "orders", "g", "c"))
+	msgs := keyed(40, func(i int) string { return "k" + strconv.Itoa(i) })
+	_, err = b.Publish(ctx, &backend.PublishParams{Topic: "orders", Messages: msgs})
+	require.NoError(t, err)
+	want := 0
+	for i := range msgs {
+		if l.ForKey("k"+strconv.Itoa(i)) != 2 {
+			want++
+		}
+	}
+	got := 0
+	require.Eventually(t, func() bool {
+		ds, err := b.Claim(ctx, &backend.ClaimParams{Topic: "orders", Group: "g", Consumer: "c", Count: 100, Lease: time.Minute})
+		require.NoError(t, err, "a round that reached other partitions does not fail")
+		got += len(ds)
+		return got == want
+	}, 5*time.Second, 10*time.Millisecond, "the messages of the partitions that answer")
+
+	only, err := partition.Wrap(&failingClaims{Backend: inner, topic: l.Name(2)}, partition.Config{
+		Client: r.client, Tag: r.tag, InUse: cfg.InUse, Partitions: func(string) int { return 1 },
+	})
+	require.NoError(t, err)
+	_, err = only.Claim(ctx, &backend.ClaimParams{Topic: l.Name(2), Group: "g", Consumer: "d", Lease: time.Minute})
+	require.ErrorIs(t, err, errNoAnswer, "a round whose every partition failed fails")
+}

@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/relq/relq/backend"
@@ -61,8 +63,9 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 // round syncs m's share when due and claims up to p.Count from its partitions without waiting:
 // a member asks only the partitions the bell rang for since it found them drained (all of
 // them after a silent Block or a change of its share), a consumer that is no member every
-// partition. An error after some deliveries were claimed returns those (they are held) and
-// no error: the next round meets the error again.
+// partition. A partition that fails is skipped (it stays to be asked again); the round fails
+// only when every partition it asked failed, or at once when the group is gone (ErrGroupLost,
+// ErrGroupDeleted) with nothing claimed.
 func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) ([]backend.Delivery, error) {
 	var ask []int
 	if m.isMember() {
@@ -79,7 +82,11 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 	}
 	count := max(p.Count, 1)
 	start := m.rotate(len(ask))
-	var out []backend.Delivery
+	var (
+		out      []backend.Delivery
+		failed   int
+		firstErr error
+	)
 	for k := 0; k < len(ask) && len(out) < count; k++ {
 		i := ask[(start+k)%len(ask)]
 		var version uint64
@@ -92,10 +99,20 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 			Count: want, Lease: p.Lease,
 		})
 		if err != nil {
-			if len(out) > 0 {
-				return out, nil
+			if errors.Is(err, backend.ErrGroupLost) || errors.Is(err, backend.ErrGroupDeleted) {
+				if len(out) > 0 {
+					return out, nil // held: the next round meets the error again
+				}
+				return nil, err
 			}
-			return nil, err
+			// A partition whose primary does not answer (a failover) holds up only itself:
+			// the round goes on with the others, and fails only when every one failed.
+			failed++
+			firstErr = cmp.Or(firstErr, err)
+			if m.isMember() {
+				m.asked(i, version, true) // to be asked again next round
+			}
+			continue
 		}
 		if m.isMember() {
 			m.asked(i, version, len(ds) >= want)
@@ -105,6 +122,9 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 			d.ID = OuterID(i, d.ID)
 			out = append(out, d)
 		}
+	}
+	if len(out) == 0 && failed > 0 && failed == len(ask) {
+		return nil, firstErr
 	}
 	return out, nil
 }
