@@ -248,19 +248,8 @@ func (b *Backend) everyGroup(ctx context.Context, topic, group string, f func(a 
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	found := false
-	err = each(ctx, all(t.layout.Count()), func(ctx context.Context, i int) error {
-		err := f(a, ctx, t.layout.Name(i))
-		if errors.Is(err, backend.ErrGroupNotFound) {
-			return nil
-		}
-		if err == nil {
-			mu.Lock()
-			found = true
-			mu.Unlock()
-		}
-		return err
+	found, err := onAny(ctx, t, backend.ErrGroupNotFound, func(ctx context.Context, name string) error {
+		return f(a, ctx, name)
 	})
 	if err == nil && !found {
 		return fmt.Errorf("group %q of topic %q: %w", group, topic, backend.ErrGroupNotFound)
@@ -284,19 +273,8 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	found := false
-	err = each(ctx, all(t.layout.Count()), func(ctx context.Context, i int) error {
-		err := a.DeleteTopic(ctx, t.layout.Name(i))
-		if errors.Is(err, backend.ErrTopicNotFound) {
-			return nil
-		}
-		if err == nil {
-			mu.Lock()
-			found = true
-			mu.Unlock()
-		}
-		return err
+	found, err := onAny(ctx, t, backend.ErrTopicNotFound, func(ctx context.Context, name string) error {
+		return a.DeleteTopic(ctx, name)
 	})
 	if err != nil {
 		return err
@@ -314,4 +292,24 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 		return fmt.Errorf("topic %q: %w", topic, backend.ErrTopicNotFound)
 	}
 	return nil
+}
+
+// onAny runs f on every partition and reports whether any of them had what f acts on: an
+// error matching notFound from a partition is no failure, only not found there.
+func onAny(ctx context.Context, t *topic, notFound error, f func(ctx context.Context, name string) error) (bool, error) {
+	var mu sync.Mutex
+	found := false
+	err := each(ctx, all(t.layout.Count()), func(ctx context.Context, i int) error {
+		err := f(ctx, t.layout.Name(i))
+		if errors.Is(err, notFound) {
+			return nil
+		}
+		if err == nil {
+			mu.Lock()
+			found = true
+			mu.Unlock()
+		}
+		return err
+	})
+	return found, err
 }
