@@ -44,6 +44,11 @@ type bells struct {
 	client redis.UniversalClient
 	mu     sync.Mutex
 	m      map[string]*bell
+	// qmu guards the rings waiting for the sender (apart from mu, which acquire holds while
+	// it subscribes: a publish never waits on that).
+	qmu     sync.Mutex
+	queue   []ringMsg
+	sending bool // a sender runs
 }
 
 // bell is one topic's channel in this process. Besides waking sleepers it counts, for each
@@ -116,24 +121,69 @@ func (bs *bells) release(b *bell) {
 
 // ring tells the topic's sleeping consumers, in every process, that messages were stored in
 // parts: ready now when now is set, and due after due when it is positive (the earliest
-// delay). Empty parts names no partition: any may hold them.
+// delay). Empty parts names no partition: any may hold them. It does not wait: the bell lives
+// on the topic's own slot, whose primary may not answer while the partitions' do, and a ring
+// is a hint. Rings queue for one sender per process, which drops them past ringQueue.
 func (bs *bells) ring(ctx context.Context, tag string, parts []int, now bool, due time.Duration) {
 	ch := bellChannel(tag)
 	list := formatParts(parts)
-	_, _ = bs.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if now {
-			p.SPublish(ctx, ch, ringStored+list)
+	if now {
+		bs.send(ch, ringStored+list)
+	}
+	if due > 0 {
+		bs.send(ch, ringDue+strconv.FormatInt(due.Milliseconds(), 10)+":"+list)
+	}
+}
+
+// ringQueue bounds the rings waiting for the sender.
+const ringQueue = 1024
+
+// ringTimeout bounds one send of the rings waiting.
+const ringTimeout = 2 * time.Second
+
+type ringMsg struct{ channel, payload string }
+
+// send queues a ring, starting the sender when none runs; the sender sends what waits, in one
+// pipeline per round, and ends when nothing is left.
+func (bs *bells) send(channel, payload string) {
+	bs.qmu.Lock()
+	defer bs.qmu.Unlock()
+	if len(bs.queue) >= ringQueue {
+		return
+	}
+	bs.queue = append(bs.queue, ringMsg{channel, payload})
+	if bs.sending {
+		return
+	}
+	bs.sending = true
+	go bs.sender()
+}
+
+func (bs *bells) sender() {
+	for {
+		bs.qmu.Lock()
+		batch := bs.queue
+		bs.queue = nil
+		if len(batch) == 0 {
+			bs.sending = false
+			bs.qmu.Unlock()
+			return
 		}
-		if due > 0 {
-			p.SPublish(ctx, ch, ringDue+strconv.FormatInt(due.Milliseconds(), 10)+":"+list)
-		}
-		return nil
-	})
+		bs.qmu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), ringTimeout)
+		_, _ = bs.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, r := range batch {
+				p.SPublish(ctx, r.channel, r.payload)
+			}
+			return nil
+		})
+		cancel()
+	}
 }
 
 // shuffle tells the topic's members, in every process, to sync their shares now.
-func (bs *bells) shuffle(ctx context.Context, tag string) {
-	_ = bs.client.SPublish(ctx, bellChannel(tag), ringShuffle).Err()
+func (bs *bells) shuffle(_ context.Context, tag string) {
+	bs.send(bellChannel(tag), ringShuffle)
 }
 
 func formatParts(parts []int) string {

@@ -63,7 +63,8 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 // round syncs m's share when due and claims up to p.Count from its partitions without waiting:
 // a member asks only the partitions the bell rang for since it found them drained (all of
 // them after a silent Block or a change of its share), a consumer that is no member every
-// partition. A partition that fails is skipped (it stays to be asked again); the round fails
+// partition. A partition that fails is skipped, and a member asks it again after a wait that
+// grows while it keeps failing (failWaitMin to failWaitMax); the round fails
 // only when every partition it asked failed, or at once when the group is gone (ErrGroupLost,
 // ErrGroupDeleted) with nothing claimed.
 func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) ([]backend.Delivery, error) {
@@ -110,7 +111,7 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 			failed++
 			firstErr = cmp.Or(firstErr, err)
 			if m.isMember() {
-				m.asked(i, version, true) // to be asked again next round
+				m.failed(i)
 			}
 			continue
 		}

@@ -50,7 +50,23 @@ type member struct {
 	full  map[int]bool
 	sweep bool
 	asks  []int // the partitions it asked in its last round, to notice a change of its share
+	// failing holds the partitions whose last claim failed (their primary did not answer):
+	// when to ask again, and the wait after the next failure.
+	failing map[int]retryAt
 }
+
+// retryAt is when a failing partition is asked again, and the wait after its next failure.
+type retryAt struct {
+	at   time.Time
+	wait time.Duration
+}
+
+// Waits before asking a failing partition again: a round does not spend the client's retries on
+// a primary that is down each time, while the others' partitions flow.
+const (
+	failWaitMin = 100 * time.Millisecond
+	failWaitMax = 2 * time.Second
+)
 
 type members struct {
 	mu sync.Mutex
@@ -151,7 +167,16 @@ func (b *Backend) sync(ctx context.Context, m *member, lease time.Duration) ([]i
 	}
 	a, err := Sync(ctx, b.cfg.Client, GroupAssignKeys(m.tag, m.key.group), m.key.consumer, m.t.layout.Count(), lease)
 	if err != nil {
-		return owned, err
+		if joined || ctx.Err() != nil {
+			return owned, err
+		}
+		// The group's assignment lives on the topic's own slot: while its primary does not
+		// answer, the member keeps its share, and tries again after a period. Nobody can move
+		// a partition meanwhile, since every member's sync fails alike.
+		m.mu.Lock()
+		m.synced = now
+		m.mu.Unlock()
+		return owned, nil
 	}
 	owned = owned[:0]
 	for _, o := range a.Owned {
@@ -188,17 +213,36 @@ func (m *member) toAsk(owned []int) []int {
 	m.sweep, m.asks = false, slices.Clone(owned)
 	seen, full := maps.Clone(m.seen), maps.Clone(m.full)
 	m.mu.Unlock()
-	if sweep {
-		return owned
-	}
+	m.mu.Lock()
+	now, failing := time.Now(), maps.Clone(m.failing)
+	m.mu.Unlock()
 	var out []int
 	for _, i := range owned {
+		if f, ok := failing[i]; ok && now.Before(f.at) {
+			continue
+		}
 		v, known := seen[i]
-		if !known || full[i] || v != m.bell.version(i) {
+		if sweep || !known || full[i] || v != m.bell.version(i) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// failed records a claim from partition i that failed: it is asked again after a wait that
+// doubles with each failure in a row.
+func (m *member) failed(i int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failing == nil {
+		m.failing = map[int]retryAt{}
+	}
+	wait := max(failWaitMin, min(2*m.failing[i].wait, failWaitMax))
+	m.failing[i] = retryAt{at: time.Now().Add(wait), wait: wait}
+	if m.full == nil {
+		m.seen, m.full = map[int]uint64{}, map[int]bool{}
+	}
+	m.full[i] = true // asked once its wait is over, whatever the bell says
 }
 
 // asked records a claim from partition i that began at the bell's version v and filled up or not.
@@ -209,6 +253,7 @@ func (m *member) asked(i int, v uint64, filled bool) {
 		m.seen, m.full = map[int]uint64{}, map[int]bool{}
 	}
 	m.seen[i], m.full[i] = v, filled
+	delete(m.failing, i)
 }
 
 // sweepNext makes the next round ask every owned partition.
