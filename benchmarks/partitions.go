@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relq/relq/backend"
-	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/partition"
 	"github.com/relq/relq/pubsub"
 )
@@ -43,20 +42,20 @@ func (c PartitionCost) Busiest() RedisCost {
 // CPUShare and CommandShare are the busiest primary's share of the Cluster's Redis CPU and of
 // its commands (even over n primaries is 1/n).
 func (c PartitionCost) CPUShare() float64 {
-	var total, top float64
-	for _, p := range c.Primaries {
-		total += p.CPUMicrosPerMessage
-		top = max(top, p.CPUMicrosPerMessage)
-	}
-	return top / max(total, 1e-9)
+	return c.share(func(r RedisCost) float64 { return r.CPUMicrosPerMessage })
 }
 
 // CommandShare: see CPUShare.
 func (c PartitionCost) CommandShare() float64 {
+	return c.share(func(r RedisCost) float64 { return r.CommandsPerMessage })
+}
+
+// share is the largest primary's part of the sum of figure over the primaries.
+func (c PartitionCost) share(figure func(RedisCost) float64) float64 {
 	var total, top float64
 	for _, p := range c.Primaries {
-		total += p.CommandsPerMessage
-		top = max(top, p.CommandsPerMessage)
+		total += figure(p)
+		top = max(top, figure(p))
 	}
 	return top / max(total, 1e-9)
 }
@@ -82,12 +81,7 @@ func MeasurePartitions(ctx context.Context, cluster *redis.ClusterClient, primar
 	}
 	b := inner
 	if p > 1 {
-		tag := func(topic string) string { return keys.Tag(prefix, topic) }
-		b, err = partition.Wrap(inner, partition.Config{
-			Client: cluster, Tag: tag,
-			InUse:      func(topic string) string { return keys.Join(tag(topic), "meta") },
-			Partitions: func(string) int { return p },
-		})
+		b, err = partition.Wrap(inner, partition.NativeConfig(cluster, prefix, p))
 		if err != nil {
 			return PartitionCost{}, err
 		}

@@ -48,24 +48,18 @@ func partitioned(build Build, p int, on servers) conformance.Factory {
 		newClient, outage := on(t, opts)
 		prefix := redistest.Prefix(t)
 		tag := func(topic string) string { return keys.Tag(prefix, topic) }
-		wrap := func(client redis.UniversalClient) backend.Backend {
+		// wrap builds the adapter's Harness on client and wraps its Backend.
+		wrap := func(client redis.UniversalClient) (backend.Backend, conformance.Harness) {
 			h, err := build(client, prefix, opts)
 			require.NoError(t, err)
 			closeBackend(t, h.Backend)
-			b, err := partition.Wrap(h.Backend, partition.Config{
-				Client:     client,
-				Tag:        tag,
-				InUse:      func(topic string) string { return keys.Join(tag(topic), "meta") },
-				Partitions: func(string) int { return p },
-			})
+			b, err := partition.Wrap(h.Backend, partition.NativeConfig(client, prefix, p))
 			require.NoError(t, err)
-			return b
+			return b, h
 		}
 		client := newClient()
-		inner, err := build(client, prefix, opts)
-		require.NoError(t, err)
-		closeBackend(t, inner.Backend)
-		h := conformance.Harness{Backend: wrap(client), Complete: true}
+		b, inner := wrap(client)
+		h := conformance.Harness{Backend: b, Complete: true}
 		layout := func(topic string) *partition.Layout {
 			l, err := partition.New(topic, p, tag)
 			require.NoError(t, err)
@@ -102,7 +96,10 @@ func partitioned(build Build, p int, on servers) conformance.Factory {
 			ks, err := h.Keys(topic)
 			return append(ks, partition.RecordKey(tag(topic))), err
 		})
-		h.Peer = func() (backend.Backend, error) { return wrap(newClient()), nil }
+		h.Peer = func() (backend.Backend, error) {
+			peer, _ := wrap(newClient())
+			return peer, nil
+		}
 		return h
 	}
 }

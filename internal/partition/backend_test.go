@@ -39,12 +39,7 @@ func (r *rig) backend(p int) *partition.Backend {
 	r.t.Helper()
 	inner, err := list.New(r.client, list.Options{Prefix: r.prefix})
 	require.NoError(r.t, err)
-	b, err := partition.Wrap(inner, partition.Config{
-		Client:     r.client,
-		Tag:        r.tag,
-		InUse:      func(topic string) string { return keys.Join(r.tag(topic), "meta") },
-		Partitions: func(string) int { return p },
-	})
+	b, err := partition.Wrap(inner, partition.NativeConfig(r.client, r.prefix, p))
 	require.NoError(r.t, err)
 	return b
 }
@@ -189,11 +184,7 @@ func TestIdleMemberAsksOnlyTheRungPartition(t *testing.T) {
 	inner, err := list.New(r.client, list.Options{Prefix: r.prefix})
 	require.NoError(t, err)
 	counted := &claimCounter{Backend: inner}
-	b, err := partition.Wrap(counted, partition.Config{
-		Client: r.client, Tag: r.tag,
-		InUse:      func(topic string) string { return keys.Join(r.tag(topic), "meta") },
-		Partitions: func(string) int { return 8 },
-	})
+	b, err := partition.Wrap(counted, partition.NativeConfig(r.client, r.prefix, 8))
 	require.NoError(t, err)
 	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "orders", Group: "g"}))
 	require.NoError(t, b.Assign(ctx, "orders", "g", "c"))
@@ -243,12 +234,7 @@ func TestAFailingPartitionHoldsUpOnlyItself(t *testing.T) {
 	l, err := partition.New("orders", 4, r.tag)
 	require.NoError(t, err)
 	failing := &failingClaims{Backend: inner, topic: l.Name(2)}
-	cfg := partition.Config{
-		Client: r.client, Tag: r.tag,
-		InUse:      func(topic string) string { return keys.Join(r.tag(topic), "meta") },
-		Partitions: func(string) int { return 4 },
-	}
-	b, err := partition.Wrap(failing, cfg)
+	b, err := partition.Wrap(failing, partition.NativeConfig(r.client, r.prefix, 4))
 	require.NoError(t, err)
 	require.NoError(t, b.EnsureGroup(ctx, &backend.EnsureGroupParams{Topic: "orders", Group: "g"}))
 	require.NoError(t, b.Assign(ctx, "orders", "g", "c"))
@@ -269,9 +255,7 @@ func TestAFailingPartitionHoldsUpOnlyItself(t *testing.T) {
 		return got == want
 	}, 5*time.Second, 10*time.Millisecond, "the messages of the partitions that answer")
 
-	only, err := partition.Wrap(&failingClaims{Backend: inner, topic: l.Name(2)}, partition.Config{
-		Client: r.client, Tag: r.tag, InUse: cfg.InUse, Partitions: func(string) int { return 1 },
-	})
+	only, err := partition.Wrap(&failingClaims{Backend: inner, topic: l.Name(2)}, partition.NativeConfig(r.client, r.prefix, 1))
 	require.NoError(t, err)
 	_, err = only.Claim(ctx, &backend.ClaimParams{Topic: l.Name(2), Group: "g", Consumer: "d", Lease: time.Minute})
 	require.ErrorIs(t, err, errNoAnswer, "a round whose every partition failed fails")

@@ -2,7 +2,6 @@ package partition
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -165,7 +164,15 @@ func (b *Backend) sync(ctx context.Context, m *member, lease time.Duration) ([]i
 	if !due {
 		return owned, nil
 	}
-	a, err := Sync(ctx, b.cfg.Client, GroupAssignKeys(m.tag, m.key.group), m.key.consumer, m.t.layout.Count(), lease)
+	syncCtx := ctx
+	if !joined {
+		// A member with a share claims on with it while the assignment's slot is slow or
+		// down: the sync may not hold up the round for longer than one period.
+		var cancel context.CancelFunc
+		syncCtx, cancel = context.WithTimeout(ctx, syncEvery(lease))
+		defer cancel()
+	}
+	a, err := Sync(syncCtx, b.cfg.Client, GroupAssignKeys(m.tag, m.key.group), m.key.consumer, m.t.layout.Count(), lease)
 	if err != nil {
 		if joined || ctx.Err() != nil {
 			return owned, err
@@ -208,21 +215,18 @@ func (m *member) nextSync() time.Duration {
 // toAsk lists the owned partitions a round asks: those rung since they were found drained,
 // those whose last claim filled up, and all of them after sweepNext or a change of share.
 func (m *member) toAsk(owned []int) []int {
-	m.mu.Lock()
+	m.mu.Lock() // then the bell's lock, in version: never the other way round
+	defer m.mu.Unlock()
 	sweep := m.sweep || !slices.Equal(owned, m.asks)
 	m.sweep, m.asks = false, slices.Clone(owned)
-	seen, full := maps.Clone(m.seen), maps.Clone(m.full)
-	m.mu.Unlock()
-	m.mu.Lock()
-	now, failing := time.Now(), maps.Clone(m.failing)
-	m.mu.Unlock()
+	now := time.Now()
 	var out []int
 	for _, i := range owned {
-		if f, ok := failing[i]; ok && now.Before(f.at) {
+		if f, ok := m.failing[i]; ok && now.Before(f.at) {
 			continue
 		}
-		v, known := seen[i]
-		if sweep || !known || full[i] || v != m.bell.version(i) {
+		v, known := m.seen[i]
+		if sweep || !known || m.full[i] || v != m.bell.version(i) {
 			out = append(out, i)
 		}
 	}

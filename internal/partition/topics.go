@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/internal/keys"
 )
 
 // Config places a backend's partitioned topics.
@@ -20,6 +21,18 @@ type Config struct {
 	InUse func(topic string) string
 	// Partitions is the partition count configured for a topic, 1 to MaxCount.
 	Partitions func(topic string) int
+}
+
+// NativeConfig is the Config of relq's adapters in their native key format: a topic's keys
+// carry the tag {prefix:topic} and its meta key shows it in use; every topic has p partitions.
+func NativeConfig(client redis.UniversalClient, prefix string, p int) Config {
+	tag := func(topic string) string { return keys.Tag(prefix, topic) }
+	return Config{
+		Client:     client,
+		Tag:        tag,
+		InUse:      func(topic string) string { return keys.Join(tag(topic), "meta") },
+		Partitions: func(string) int { return p },
+	}
 }
 
 // topic is what a process knows of one partitioned topic: its layout, once Redis agreed to it.

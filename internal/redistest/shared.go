@@ -94,10 +94,12 @@ func Main(m *testing.M, after ...func()) {
 // watermillSuite ignores goroutines that third-party code the tests drive leaves behind in
 // its own functions: Watermill's universal test suite (TestPubSub), whose subscriber
 // multiplier's fan-out stays blocked on channels nobody reads once a test has what it
-// wanted, and watermill-redisstream (the benchmarks' baseline), whose read loop sleeps out
-// its retry delay after Close.
+// wanted, watermill-redisstream (the benchmarks' baseline), whose read loop sleeps out
+// its retry delay after Close, and go-redis, whose pool redials a server that went away
+// (a killed Cluster primary) once a second and notices the client's Close only then.
 var watermillSuite = []goleak.Option{
 	goleak.IgnoreAnyFunction("github.com/ThreeDotsLabs/watermill/internal/subscriber.(*multiplier).Subscribe.func2"),
 	goleak.IgnoreAnyFunction("github.com/ThreeDotsLabs/watermill/internal/subscriber.(*multiplier).Subscribe.func3"),
 	goleak.IgnoreAnyFunction("github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream.(*Subscriber).read"),
+	goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
 }
