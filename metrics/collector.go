@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/partition"
 )
 
 const (
@@ -183,6 +184,7 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 	cfg.Topics = slices.Clone(cfg.Topics)
 	c := &Collector{cfg: cfg}
 	for _, b := range cfg.Backends {
+		b = partition.Open(b) // a topic created with partitions is one topic, its counts added up
 		s := &source{backend: b}
 		if lister, ok := b.(backend.TopicLister); ok && len(cfg.Topics) == 0 {
 			s.lister = lister

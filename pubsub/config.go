@@ -5,6 +5,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
+
 	"github.com/google/uuid"
 	"github.com/relq/relq/backend"
 )
@@ -40,6 +42,11 @@ type PublisherConfig struct {
 	// WaitTimeout bounds the WAIT; keep it below the Redis client's ReadTimeout (5s by default in
 	// go-redis), which WAIT cannot outlast. Defaults to 1s when WaitReplicas is set.
 	WaitTimeout time.Duration
+	// Key, when set, gives the partition key of each message published to topic whose
+	// metadata sets none (SetKey): on a partitioned topic, messages of one key go to one
+	// partition, in publish order. "" leaves the message without a key (spread evenly).
+	// Unpartitioned topics ignore keys. Defaults to nil (only SetKey's keys).
+	Key func(topic string, msg *message.Message) string
 }
 
 // WithDefaults returns a copy with zero fields set to their defaults.

@@ -98,7 +98,7 @@ func TestOutMessageDelayBounds(t *testing.T) {
 	} {
 		m := message.NewMessage(watermill.NewUUID(), nil)
 		m.Metadata.Set(MetadataDelayMs, raw)
-		out, _, err := outMessage(m, 0, now)
+		out, _, err := outMessage(m, 0, now, "")
 		if want < 0 {
 			require.ErrorIs(t, err, backend.ErrDelayTooLong, raw)
 			var de *backend.DelayError
@@ -111,6 +111,6 @@ func TestOutMessageDelayBounds(t *testing.T) {
 	}
 	m := message.NewMessage(watermill.NewUUID(), nil)
 	SetDelay(m, MaxDelay+time.Millisecond)
-	_, _, err := outMessage(m, 0, now)
+	_, _, err := outMessage(m, 0, now, "")
 	require.ErrorIs(t, err, backend.ErrDelayTooLong)
 }

@@ -22,7 +22,10 @@ import (
 //   - Any other key with ReservedPrefix is rejected (*MetadataError), to catch typos.
 //   - Watermill's delay keys are the user's and stay in the envelope (Watermill apps read
 //     them); they set the delay unless MetadataDelayMs is present.
-func outMessage(msg *message.Message, limit int, now time.Time) (backend.OutMessage, int, error) {
+//
+// key, when not empty, is the partition key of a message whose metadata sets none
+// (PublisherConfig.Key).
+func outMessage(msg *message.Message, limit int, now time.Time, key string) (backend.OutMessage, int, error) {
 	meta := make(map[string]string, len(msg.Metadata))
 	var out backend.OutMessage
 	var delayMs, priority string
@@ -64,6 +67,9 @@ func outMessage(msg *message.Message, limit int, now time.Time) (backend.OutMess
 			return backend.OutMessage{}, 0, err
 		}
 		out.Delay = d
+	}
+	if _, ok := meta[MetadataKey]; !ok && key != "" {
+		meta[MetadataKey] = key
 	}
 	if len(meta) == 0 {
 		meta = nil

@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/internal/partition"
 )
 
 // ErrNotReplicated reports a publish that Redis stored but that fewer replicas than
@@ -52,6 +53,7 @@ func NewPublisher(be backend.Backend, config PublisherConfig, logger watermill.L
 	if be == nil {
 		return nil, &backend.ConfigError{Field: "backend", Reason: "must not be nil"}
 	}
+	be = partition.Auto(be) // a topic created with partitions is served over them
 	config = config.WithDefaults()
 	if err := config.validate(); err != nil {
 		return nil, err
@@ -105,7 +107,11 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		if msg == nil {
 			return fmt.Errorf("%w: message %d of %d", backend.ErrNilMessage, i+1, len(msgs))
 		}
-		m, size, err := outMessage(msg, p.config.MaxMessageBytes, now)
+		var key string
+		if p.config.Key != nil {
+			key = p.config.Key(topic, msg)
+		}
+		m, size, err := outMessage(msg, p.config.MaxMessageBytes, now, key)
 		if err != nil {
 			return err
 		}

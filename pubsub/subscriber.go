@@ -7,6 +7,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/internal/partition"
 )
 
 // Subscriber consumes Watermill messages of one consumer group through a Backend. It
@@ -48,6 +49,7 @@ func NewSubscriber(be backend.Backend, config SubscriberConfig, logger watermill
 	if be == nil {
 		return nil, &backend.ConfigError{Field: "backend", Reason: "must not be nil"}
 	}
+	be = partition.Auto(be) // a topic created with partitions is served over them
 	config = config.WithDefaults()
 	if err := config.validate(); err != nil {
 		return nil, err

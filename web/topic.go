@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/partition"
 )
 
 // groupsMax bounds the groups a topic page reads the stats of.
@@ -15,6 +16,8 @@ type topicView struct {
 	Info    backend.TopicInfo
 	Groups  []backend.Stats
 	More    int
+	// Partitions is the topic's partition count: 1 for a topic created without partitions.
+	Partitions int
 }
 
 func (h *Handler) topic(w http.ResponseWriter, r *http.Request) (out, error) {
@@ -26,7 +29,12 @@ func (h *Handler) topic(w http.ResponseWriter, r *http.Request) (out, error) {
 	if err != nil {
 		return out{}, err
 	}
-	v := &topicView{Backend: b, Info: info}
+	v := &topicView{Backend: b, Info: info, Partitions: 1}
+	if be, ok := a.(backend.Backend); ok {
+		if v.Partitions, err = partition.Count(r.Context(), be, info.Name); err != nil {
+			return out{}, err
+		}
+	}
 	for i, g := range info.Groups {
 		if i == groupsMax {
 			v.More = len(info.Groups) - i

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/partition"
 )
 
 // Backend is one relq backend shown by the dashboard.
@@ -113,11 +114,12 @@ func New(opts Options) (*Handler, error) {
 	}
 	opts.PageSize = min(opts.PageSize, pageSizeMax)
 	opts.AllowedHosts = slices.Clone(opts.AllowedHosts)
+	opts.Backends = slices.Clone(opts.Backends)
 	h := &Handler{opts: opts, backends: map[string]backend.Admin{}, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	for _, b := range opts.Backends {
+	for i, b := range opts.Backends {
 		if err := backend.ValidateName("backend", b.Name); err != nil {
 			return nil, fmt.Errorf("relq web: %w", err)
 		}
@@ -126,6 +128,11 @@ func New(opts Options) (*Handler, error) {
 		}
 		if _, dup := h.backends[b.Name]; dup {
 			return nil, fmt.Errorf("relq web: backend %q named twice", b.Name)
+		}
+		if be, ok := b.Admin.(backend.Backend); ok {
+			// A topic created with partitions shows as one topic, its counts added up.
+			b.Admin = partition.Open(be).(backend.Admin)
+			h.opts.Backends[i] = b
 		}
 		h.backends[b.Name] = b.Admin
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/relq/relq/adapters/streams"
 	"github.com/relq/relq/adapters/zset"
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/partition"
 )
 
 // DefaultRedisURL is the Redis the tool commands use without --redis-url or REDIS_URL, as
@@ -216,7 +217,8 @@ func newBackend(client redis.UniversalClient, name, prefix string) (*source, err
 	if err != nil {
 		return nil, err
 	}
-	return &source{name: name, finder: f}, nil
+	// Seen through partitioned topics: a topic created with partitions is one topic, not many.
+	return &source{name: name, finder: partition.Open(f).(finder)}, nil
 }
 
 // tlsConfig loads the --tls-* files, or returns nil when none is given.

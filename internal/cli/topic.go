@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/relq/relq/backend"
+	"github.com/relq/relq/partition"
 	"github.com/spf13/cobra"
 )
 
@@ -18,12 +20,13 @@ func newTopicCommand(env Env) *cobra.Command {
 
   relq topic ls
   relq topic show   TOPIC
+  relq topic create TOPIC --partitions P
   relq topic delete TOPIC [--yes]
 
 Redis, prefix and backend are chosen as for relq stats (see relq stats --help).`,
 	})
 	conn.addFlags(cmd)
-	cmd.AddCommand(newTopicLsCommand(env, &conn), newTopicShowCommand(env, &conn), newTopicDeleteCommand(env, &conn))
+	cmd.AddCommand(newTopicLsCommand(env, &conn), newTopicShowCommand(env, &conn), newTopicCreateCommand(env, &conn), newTopicDeleteCommand(env, &conn))
 	return cmd
 }
 
@@ -74,12 +77,72 @@ func newTopicShowCommand(env Env, conn *connOptions) *cobra.Command {
 			if t.info.Backlog > 0 {
 				backlog = fmt.Sprintf("%d message%s, kept for the first group that registers", t.info.Backlog, plural(int(t.info.Backlog)))
 			}
+			if n, err := partition.Count(cmd.Context(), t.ref.backend.finder, t.ref.topic); err == nil && n > 1 {
+				fmt.Fprintf(out, "  partitions: %d (counts below add them up)\n", n)
+			}
 			fmt.Fprintf(out, "  backlog:  %s\n", backlog)
 			fmt.Fprintf(out, "  dropped:  %s\n", droppedText(t.info.BacklogDropped))
 			fmt.Fprintf(out, "  groups:   %d\n\n", len(t.info.Groups))
 			return writeGroups(cmd.Context(), out, widthOf(env, out), t)
 		}),
 	}
+}
+
+func newTopicCreateCommand(env Env, conn *connOptions) *cobra.Command {
+	var partitions int
+	cmd := &cobra.Command{
+		Use:   "create TOPIC --partitions P",
+		Short: "Create a topic with partitions, before anything uses it",
+		Long: `create records in Redis that TOPIC has P partitions (1 to 1024), each an ordinary topic
+with a hash tag of its own, spread evenly over the primaries of a Cluster. Every publisher and
+subscriber of relq reads the count at its first use of the topic, so run create before they
+start: a topic already in use without partitions cannot be split, and one created with another
+count is refused. Creating it again with its own count does nothing. The record is the same
+for the list, zset and streams backends. See docs/partitions.md.`,
+		Example: `  relq topic create orders --partitions 12 --prefix shop`,
+		Args:    argsNamed("TOPIC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic := args[0]
+			if partitions < 1 || partitions > partition.Max {
+				return usageError(cmd, fmt.Sprintf("--partitions %d: want 1 to %d", partitions, partition.Max))
+			}
+			if err := backend.ValidateName("topic", topic); err != nil {
+				return err
+			}
+			s, err := conn.connect(cmd.Context(), env)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			be := s.backends[0].finder
+			before, err := partition.Count(ctx, be, topic)
+			if err != nil {
+				return s.explain(err)
+			}
+			var ce *partition.CountError
+			switch err := partition.Create(ctx, be, topic, partitions); {
+			case errors.As(err, &ce) && ce.Recorded == 1:
+				return fmt.Errorf("topic %q is in use under prefix %q without partitions, and a topic in use is never split: delete it first (relq topic delete %s --prefix %s), or choose another name", topic, s.prefix, topic, s.prefix)
+			case errors.As(err, &ce):
+				return fmt.Errorf("topic %q already has %d partitions under prefix %q; its count is fixed until the topic is deleted", topic, ce.Recorded, s.prefix)
+			case err != nil:
+				return s.explain(err)
+			}
+			switch {
+			case partitions == 1:
+				_, err = fmt.Fprintf(out, "Topic %s needs no record for 1 partition: every topic has one until it is created with more.\n", topic)
+			case before == partitions:
+				_, err = fmt.Fprintf(out, "Topic %s already has %d partitions (prefix %q, %s).\n", topic, partitions, s.prefix, s.where)
+			default:
+				_, err = fmt.Fprintf(out, "Created topic %s with %d partitions (prefix %q, %s). Publishers and subscribers read the count at their first use of it.\n", topic, partitions, s.prefix, s.where)
+			}
+			return err
+		},
+	}
+	cmd.Flags().IntVar(&partitions, "partitions", 0, "the topic's partition count, 1 to 1024 (required)")
+	_ = cmd.MarkFlagRequired("partitions")
+	return cmd
 }
 
 func newTopicDeleteCommand(env Env, conn *connOptions) *cobra.Command {

@@ -62,6 +62,9 @@ func (k GroupKeys) Ephemeral() string { return k.topic.ephemeral }
 // engineKeys are the engine's keys of a group, in engine.lua's keys_at order.
 var engineKeys = []string{"pending", "pending_at", "holders", "retries", "dead", "dead_info", "counters", "members"}
 
+// Prefix is the prefix every key of the engine's topics starts with, in their hash tags.
+func (e *Engine) Prefix() string { return e.prefix }
+
 // tag is the hash tag of topic: every key of the topic starts with it.
 func (e *Engine) tag(topic string) string { return keys.Tag(e.prefix, topic) }
 

@@ -30,27 +30,44 @@ func (b *Backend) admin() (backend.Admin, error) {
 	return a, nil
 }
 
-// outer returns the partitioned topic an inner topic name belongs to: the topic itself for
-// an unpartitioned one, "" for a name that is neither (a partition of a topic now configured
-// with another count).
-func (b *Backend) outer(name string) string {
-	if b.cfg.Partitions(name) == 1 && !strings.Contains(name, "|") {
-		return name
-	}
+// outer returns the partitioned topic an inner topic name belongs to: the name itself for an
+// unpartitioned topic (which may hold '|' too).
+func (b *Backend) outer(ctx context.Context, name string) (string, error) {
 	parts := strings.Split(name, "|")
 	if len(parts) < 3 {
-		return name
+		return name, nil
 	}
 	topic := strings.Join(parts[:len(parts)-2], "|")
 	i, err := strconv.Atoi(parts[len(parts)-2])
 	if err != nil || backend.ValidateName("topic", topic) != nil {
-		return ""
+		return name, nil
 	}
-	l, err := New(topic, b.cfg.Partitions(topic), b.cfg.Tag)
-	if err != nil || i < 0 || i >= l.Count() || l.Name(i) != name {
-		return ""
+	t, err := b.topics.get(ctx, topic)
+	var ce *CountError
+	switch {
+	case errors.As(err, &ce):
+		return name, nil // its count differs from this process's: not a layout of ours
+	case err != nil:
+		return "", err
 	}
-	return topic
+	if i >= 0 && i < t.layout.Count() && t.layout.Name(i) == name && !t.single() {
+		return topic, nil
+	}
+	return name, nil
+}
+
+// candidates are the topics names may be or belong to: each name, and the topic a partition's
+// name would be of.
+func candidates(names []string) []string {
+	out := slices.Clone(names)
+	for _, n := range names {
+		if parts := strings.Split(n, "|"); len(parts) >= 3 {
+			out = append(out, strings.Join(parts[:len(parts)-2], "|"))
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	return slices.DeleteFunc(out, func(n string) bool { return backend.ValidateName("topic", n) != nil })
 }
 
 // TopicNames lists the partitioned topics that have a partition in use.
@@ -63,11 +80,16 @@ func (b *Backend) TopicNames(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.topics.prefetch(ctx, candidates(names)); err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, n := range names {
-		if t := b.outer(n); t != "" {
-			out = append(out, t)
+		t, err := b.outer(ctx, n)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, t)
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
@@ -125,6 +147,9 @@ func (b *Backend) Topic(ctx context.Context, topic string) (backend.TopicInfo, e
 	if err != nil {
 		return backend.TopicInfo{}, err
 	}
+	if t.single() {
+		return a.Topic(ctx, topic)
+	}
 	var mu sync.Mutex
 	out, found := backend.TopicInfo{Name: topic}, false
 	err = each(ctx, all(t.layout.Count()), func(ctx context.Context, i int) error {
@@ -163,6 +188,9 @@ func (b *Backend) ListGroups(ctx context.Context, topic string) ([]backend.Group
 	t, err := b.topics.get(ctx, topic)
 	if err != nil {
 		return nil, err
+	}
+	if t.single() {
+		return a.ListGroups(ctx, topic)
 	}
 	var mu sync.Mutex
 	groups := map[string]*backend.GroupInfo{}
@@ -218,6 +246,9 @@ func (b *Backend) DeleteGroup(ctx context.Context, topic, group string) error {
 	if err != nil {
 		return err
 	}
+	if n, err := b.topics.count(ctx, topic); err != nil || n == 1 {
+		return err
+	}
 	return b.forgetShares(ctx, topic, group)
 }
 
@@ -268,6 +299,10 @@ func (b *Backend) DeleteTopic(ctx context.Context, topic string) error {
 	t, err := b.topics.get(ctx, topic)
 	if err != nil {
 		return err
+	}
+	if t.single() {
+		b.topics.forget(topic)
+		return a.DeleteTopic(ctx, topic)
 	}
 	groups, err := b.GroupNames(ctx, topic)
 	if err != nil {

@@ -28,6 +28,9 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 	if err != nil {
 		return nil, err
 	}
+	if t.single() {
+		return b.inner.Claim(ctx, p)
+	}
 	m := b.lookup(memberKey{p.Topic, p.Group, p.Consumer})
 	if m == nil {
 		m = &member{t: t}

@@ -22,6 +22,9 @@ func (b *Backend) DeadLetters(ctx context.Context, p *backend.DeadLettersParams)
 	if err != nil {
 		return nil, err
 	}
+	if t.single() {
+		return b.inner.DeadLetters(ctx, p)
+	}
 	count := p.Count
 	if count <= 0 {
 		count = deadLettersDefault
@@ -74,6 +77,9 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *backend.RequeuePara
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
+	if b.single(ctx, p.Topic) {
+		return b.inner.RequeueDeadLetters(ctx, p)
+	}
 	n, err := b.selectDead(ctx, p.Topic, p.Group, p.IDs, p.All, func(ctx context.Context, topic string, ids []string) (int, error) {
 		return b.inner.RequeueDeadLetters(ctx, &backend.RequeueParams{Topic: topic, Group: p.Group, IDs: ids, All: ids == nil})
 	})
@@ -88,6 +94,9 @@ func (b *Backend) RequeueDeadLetters(ctx context.Context, p *backend.RequeuePara
 func (b *Backend) PurgeDeadLetters(ctx context.Context, p *backend.PurgeParams) (int, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
+	}
+	if b.single(ctx, p.Topic) {
+		return b.inner.PurgeDeadLetters(ctx, p)
 	}
 	ids := p.IDs
 	if p.All && p.Limit > 0 {
@@ -140,4 +149,14 @@ func (b *Backend) selectDead(ctx context.Context, topic, group string, ids []str
 		return err
 	})
 	return total, err
+}
+
+// single reports a valid topic of one partition, which the inner backend serves as it is. On
+// any error it reports false, and the partitioned path meets the error again.
+func (b *Backend) single(ctx context.Context, topic string) bool {
+	if backend.ValidateName("topic", topic) != nil {
+		return false
+	}
+	n, err := b.topics.count(ctx, topic)
+	return err == nil && n == 1
 }

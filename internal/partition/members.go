@@ -83,8 +83,8 @@ func (b *Backend) Assign(ctx context.Context, topic, group, consumer string) err
 		return err
 	}
 	t, err := b.topics.get(ctx, topic)
-	if err != nil {
-		return err
+	if err != nil || t.single() {
+		return err // one partition: nothing to share
 	}
 	k := memberKey{topic, group, consumer}
 	ms := &b.members
@@ -284,6 +284,9 @@ func (b *Backend) Unassign(ctx context.Context, topic, group, consumer string) e
 		return err
 	}
 	k := memberKey{topic, group, consumer}
+	if t.single() && b.lookup(k) == nil {
+		return nil
+	}
 	b.members.mu.Lock()
 	m, ok := b.members.m[k]
 	delete(b.members.m, k)

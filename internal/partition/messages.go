@@ -27,6 +27,9 @@ func (b *Backend) Messages(ctx context.Context, p *backend.MessagesParams) (back
 	if err != nil {
 		return backend.MessagePage{}, err
 	}
+	if t.single() {
+		return a.Messages(ctx, p)
+	}
 	i, cursor, err := splitCursor(p.Cursor, t.layout.Count())
 	if err != nil {
 		return backend.MessagePage{}, err
@@ -84,7 +87,10 @@ func (b *Backend) Message(ctx context.Context, p *backend.MessageParams) (backen
 	var out backend.MessageInfo
 	err := b.onMessage(ctx, p, func(a backend.Admin, i int, q *backend.MessageParams) error {
 		m, err := a.Message(ctx, q)
-		out = b.outerMessage(p.Topic, i, m)
+		out = m
+		if i >= 0 {
+			out = b.outerMessage(p.Topic, i, m)
+		}
 		return err
 	})
 	return out, err
@@ -100,7 +106,7 @@ func (b *Backend) DeleteMessage(ctx context.Context, p *backend.MessageParams) e
 // RunMessage makes a delayed message due now in its partition.
 func (b *Backend) RunMessage(ctx context.Context, p *backend.MessageParams) error {
 	return b.onMessage(ctx, p, func(a backend.Admin, i int, q *backend.MessageParams) error {
-		if err := a.RunMessage(ctx, q); err != nil {
+		if err := a.RunMessage(ctx, q); err != nil || i < 0 {
 			return err
 		}
 		b.bells.ring(ctx, b.cfg.Tag(p.Topic), []int{i}, true, 0)
@@ -109,6 +115,7 @@ func (b *Backend) RunMessage(ctx context.Context, p *backend.MessageParams) erro
 }
 
 // onMessage runs f on the partition p.ID names; ErrMessageNotFound for an ID that names none.
+// A topic of one partition is the inner backend's: f runs on p itself, with i = -1.
 func (b *Backend) onMessage(ctx context.Context, p *backend.MessageParams, f func(a backend.Admin, i int, q *backend.MessageParams) error) error {
 	a, err := b.admin()
 	if err != nil {
@@ -120,6 +127,9 @@ func (b *Backend) onMessage(ctx context.Context, p *backend.MessageParams, f fun
 	t, err := b.topics.get(ctx, p.Topic)
 	if err != nil {
 		return err
+	}
+	if t.single() {
+		return f(a, -1, p)
 	}
 	i, inner, ok := SplitID(p.ID, t.layout.Count())
 	if !ok {

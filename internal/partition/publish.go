@@ -23,6 +23,9 @@ func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backen
 	if err != nil {
 		return backend.PublishResult{}, err
 	}
+	if t.single() {
+		return b.inner.Publish(ctx, p)
+	}
 	l := t.layout
 	where := make([]int, len(p.Messages))
 	parts := map[int][]backend.OutMessage{}
@@ -118,6 +121,9 @@ func (b *Backend) RegisterAgain(ctx context.Context, p *backend.RegisterAgainPar
 	t, err := b.topics.create(ctx, p.Topic)
 	if err != nil {
 		return backend.RegisterAgainResult{}, err
+	}
+	if t.single() {
+		return b.inner.RegisterAgain(ctx, p)
 	}
 	if err := check(p.Topic, p.Group); err != nil {
 		return backend.RegisterAgainResult{}, err

@@ -93,6 +93,23 @@ func parseRecord(v string) (int, bool) {
 	return n, err == nil && n >= 1 && n <= MaxCount
 }
 
+// Recorded returns the count recorded for topic, 1 when none is: a topic created without
+// partitions, or not created yet.
+func Recorded(ctx context.Context, c redis.Cmdable, topic, key string) (int, error) {
+	v, err := c.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("relq: read the partitions of %q: %w", topic, err)
+	}
+	n, ok := parseRecord(v)
+	if !ok {
+		return 0, fmt.Errorf("relq: topic %q: partition record %q not understood by this version", topic, v)
+	}
+	return n, nil
+}
+
 // Check compares p with the count Redis records for topic, without writing: a *CountError when
 // they differ, or when p > 1 and the topic is in use unpartitioned. A topic with no record and
 // no data passes: its first publish records p.

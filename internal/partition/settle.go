@@ -21,6 +21,9 @@ func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckRes
 	if err != nil || t == nil {
 		return backend.AckResult{}, err
 	}
+	if t.single() {
+		return b.inner.Ack(ctx, p)
+	}
 	parts, rest := byPartition(p.Items, t.layout.Count(), heldID, setHeldID)
 	var mu sync.Mutex
 	res := backend.AckResult{Stale: len(rest)}
@@ -40,6 +43,9 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 	t, err := b.settling(ctx, p.Topic, p.Group, p.Consumer, len(p.Items))
 	if err != nil || t == nil {
 		return backend.NackResult{}, err
+	}
+	if t.single() {
+		return b.inner.Nack(ctx, p)
 	}
 	parts, rest := byPartition(p.Items, t.layout.Count(), nackID, setNackID)
 	var mu sync.Mutex
@@ -83,6 +89,9 @@ func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string
 	t, err := b.settling(ctx, p.Topic, p.Group, p.Consumer, len(p.Items))
 	if err != nil || t == nil {
 		return nil, err
+	}
+	if t.single() {
+		return b.inner.Extend(ctx, p)
 	}
 	if m := b.lookup(memberKey{p.Topic, p.Group, p.Consumer}); m != nil {
 		if _, err := b.sync(ctx, m, p.Lease); err != nil {
@@ -131,6 +140,9 @@ func (b *Backend) Reclaim(ctx context.Context, p *backend.ReclaimParams) (backen
 	t, err := b.topics.get(ctx, p.Topic)
 	if err != nil {
 		return backend.ReclaimResult{}, err
+	}
+	if t.single() {
+		return b.inner.Reclaim(ctx, p)
 	}
 	parts := b.local(p.Topic, p.Group)
 	if parts == nil {

@@ -42,6 +42,9 @@ func (b *Backend) Stats(ctx context.Context, p *backend.StatsParams) (backend.St
 	if err != nil {
 		return backend.Stats{}, err
 	}
+	if t.single() {
+		return b.inner.Stats(ctx, p)
+	}
 	var mu sync.Mutex
 	out := backend.Stats{Topic: p.Topic, Group: p.Group}
 	err = each(ctx, all(t.layout.Count()), func(ctx context.Context, i int) error {

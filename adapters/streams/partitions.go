@@ -1,0 +1,22 @@
+package streams
+
+import "github.com/relq/relq/internal/partition"
+
+// init tells relq's partitioned topics how this backend names a topic's keys: {prefix:topic}
+// in FormatNative, {topic} in FormatWatermill (see topicKeys).
+func init() {
+	partition.Register(func(x any) (partition.Config, bool) {
+		b, ok := x.(*Backend)
+		if !ok {
+			return partition.Config{}, false
+		}
+		if b.opts.Format != FormatWatermill {
+			return partition.NativeConfig(b.client, b.opts.Prefix, 0), true
+		}
+		return partition.Config{
+			Client: b.client,
+			Tag:    func(topic string) string { return "{" + topic + "}" },
+			InUse:  func(topic string) string { return b.topicKeys(topic).meta },
+		}, true
+	})
+}
