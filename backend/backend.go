@@ -223,6 +223,13 @@ type ClaimParams struct {
 	Lease time.Duration
 	// Block bounds how long Claim waits when nothing is ready. Zero returns at once.
 	Block time.Duration
+	// Ordered claims the messages of each partition one at a time: at most one per
+	// partition, and none from a partition whose previous delivery to the group is not
+	// settled (acked, dead-lettered, or back in its place for a retry, whose delay the
+	// partition waits out). Messages of one key then reach handlers in publish order. Only a
+	// backend with Capabilities.Partitioned honours it (relq's adapters, through the
+	// partitioned topics that pubsub serves); others ignore it.
+	Ordered bool
 }
 
 // Delivery is one claimed message.

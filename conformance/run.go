@@ -115,6 +115,7 @@ func Run(t *testing.T, factory Factory) {
 		{"Delay", testDelay},
 		{"IdleWake", testIdleWake},
 		{"Order", testOrder},
+		{"Ordered", testOrdered},
 		{"Priority", testPriority},
 		{"Outage", testOutage},
 		{"Validation", testValidation},

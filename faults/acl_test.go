@@ -46,7 +46,10 @@ import (
 // lets fail; on Redis 7.2 and later "+client|setinfo" keeps such refusals out of ACL LOG.
 var (
 	// aclScriptCommands run every script (EVALSHA, and EVAL when the script cache lost it).
-	aclScriptCommands = []string{"evalsha", "eval"}
+	// GET reads a topic's partition record ({prefix:topic}:partitions) at its first use, from
+	// Go and in the script that checks it at the first publish (internal/partition): every
+	// Publisher and Subscriber does, to serve a topic created with partitions over them.
+	aclScriptCommands = []string{"evalsha", "eval", "get"}
 	// aclClientCommands are sent from Go, outside scripts, by each backend's data plane.
 	// Groups reads the registry HASH of list and zset (HKEYS); the sweeps of Publish and
 	// Reclaim read their trash and ephemeral ZSETs (ZRANGE, internal/engine's delete.go).

@@ -18,7 +18,7 @@ func (s *subscription) claim() {
 	r := newRetrier("claiming", s.config, s.logger)
 	p := &backend.ClaimParams{
 		Topic: s.topic, Group: s.config.Group, Consumer: s.config.Consumer,
-		Lease: s.config.Lease, Block: s.config.Block,
+		Lease: s.config.Lease, Block: s.config.Block, Ordered: s.config.Ordered,
 	}
 	for !s.isStopping() {
 		free := capacity - s.held.activeCount()

@@ -104,6 +104,15 @@ type SubscriberConfig struct {
 	// Concurrency is how many messages one Subscribe call has in flight (delivered and not
 	// yet acked or nacked). Defaults to 1, so handlers see messages one at a time in order.
 	Concurrency int
+	// Ordered hands out the messages of each partition one at a time, each once the one
+	// before it was acked, dead-lettered, or put back for a retry whose delay the partition
+	// then waits out: the messages of one key (SetKey, PublisherConfig.Key) are handled in
+	// publish order, across nacks, crashes, lease expiries and a change of the group's shares.
+	// A message that keeps failing holds back the rest of its partition until it is
+	// dead-lettered. Partitions are still handled side by side, up to Concurrency. Every
+	// subscription of the group should set it alike. Only relq's adapters honour it. See
+	// docs/partitions.md. Defaults to false.
+	Ordered bool
 	// Prefetch is how many claimed messages wait in memory, beyond those in flight, so a
 	// handler rarely waits for a round trip. They hold leases too; Close releases them at
 	// once. Defaults to PrefetchDefault (10); set -1 for no prefetch.

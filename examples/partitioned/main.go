@@ -1,8 +1,9 @@
 // Command partitioned keeps account balances from a topic of 4 partitions, consumed by two
-// subscriptions of one group in a Watermill router. Every event carries its account as its
-// partition key (pubsub.PublisherConfig.Key), so the events of one account go to one
-// partition, in publish order, and are handled by one subscription at a time: the ledger can
-// apply a withdrawal only after the deposit before it, and it never sees one out of turn.
+// ordered subscriptions of one group in a Watermill router. Every event carries its account
+// as its partition key (pubsub.PublisherConfig.Key), so the events of one account go to one
+// partition, in publish order, and with SubscriberConfig.Ordered they are handled one at a
+// time in that order: the ledger can apply a withdrawal only after the deposit before it, and
+// it never sees one out of turn.
 //
 // It creates the topic with partition.Create (as `relq topic create accounts --partitions 4`
 // would), waits until both subscriptions have their share of the partitions, publishes a
@@ -99,7 +100,10 @@ func run(ctx context.Context, out io.Writer, redisURL string) error {
 		return err
 	}
 	for _, worker := range []string{"worker-a", "worker-b"} {
-		sub, err := pubsub.NewSubscriber(queue, pubsub.SubscriberConfig{Group: group, Consumer: worker}, logger)
+		// Ordered: each partition one message at a time, each once the one before it is
+		// settled, so an account's events keep their order across retries, crashes and the
+		// shares moving; Concurrency 2: two partitions side by side.
+		sub, err := pubsub.NewSubscriber(queue, pubsub.SubscriberConfig{Group: group, Consumer: worker, Ordered: true, Concurrency: 2}, logger)
 		if err != nil {
 			return err
 		}

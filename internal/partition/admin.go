@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relq/relq/backend"
 )
 
@@ -252,17 +254,31 @@ func (b *Backend) DeleteGroup(ctx context.Context, topic, group string) error {
 	return b.forgetShares(ctx, topic, group)
 }
 
-// forgetShares deletes the assignment keys of the groups named.
+// forgetShares deletes the assignment keys of the groups named, and their order locks (each in
+// its partition's slot, so one DEL each).
 func (b *Backend) forgetShares(ctx context.Context, topic string, groups ...string) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	t, err := b.topics.get(ctx, topic)
+	if err != nil {
+		return err
+	}
 	var ks []string
 	for _, g := range groups {
 		k := GroupAssignKeys(b.cfg.Tag(topic), g)
 		ks = append(ks, k.Members, k.Owners, k.Epochs)
 	}
-	if len(ks) == 0 {
+	_, err = b.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, ks...)
+		for _, g := range groups {
+			for i := range t.layout.Count() {
+				p.Del(ctx, b.lockKey(t, i, g))
+			}
+		}
 		return nil
-	}
-	return b.cfg.Client.Del(ctx, ks...).Err()
+	})
+	return err
 }
 
 // everyGroup runs f on every partition's group, and fails with ErrGroupNotFound only when

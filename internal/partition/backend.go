@@ -23,6 +23,7 @@ type Backend struct {
 	topics  topics
 	members members
 	bells   bells
+	orders  orders
 }
 
 var _ backend.Backend = (*Backend)(nil)

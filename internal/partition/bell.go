@@ -320,3 +320,18 @@ func (b *bell) shuffled() uint64 {
 	defer b.mu.Unlock()
 	return b.shuffles
 }
+
+// local rings tag's bell for parts in this process only, if it has one here: a consumer's
+// own settle freed them.
+func (bs *bells) local(tag string, parts []int) {
+	bs.mu.Lock()
+	b := bs.m[tag]
+	bs.mu.Unlock()
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mark(parts)
+	b.wake()
+}

@@ -29,7 +29,10 @@ func (b *Backend) Claim(ctx context.Context, p *backend.ClaimParams) ([]backend.
 		return nil, err
 	}
 	if t.single() {
-		return b.inner.Claim(ctx, p)
+		if !p.Ordered {
+			return b.inner.Claim(ctx, p)
+		}
+		return b.claimOrderedSingle(ctx, t, p)
 	}
 	m := b.lookup(memberKey{p.Topic, p.Group, p.Consumer})
 	if m == nil {
@@ -78,6 +81,9 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 			return nil, err
 		}
 		ask = m.toAsk(owned)
+		if p.Ordered {
+			b.releaseLeft(ctx, m.t, m.key, owned)
+		}
 	} else {
 		ask = all(m.t.layout.Count())
 	}
@@ -98,10 +104,16 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 			version = m.bell.version(i)
 		}
 		want := count - len(out)
-		ds, err := b.inner.Claim(ctx, &backend.ClaimParams{
-			Topic: m.t.layout.Name(i), Group: p.Group, Consumer: p.Consumer,
-			Count: want, Lease: p.Lease,
-		})
+		var ds []backend.Delivery
+		var err error
+		if p.Ordered {
+			ds, _, err = b.claimOrdered(ctx, m.t, i, p, 0)
+		} else {
+			ds, err = b.inner.Claim(ctx, &backend.ClaimParams{
+				Topic: m.t.layout.Name(i), Group: p.Group, Consumer: p.Consumer,
+				Count: want, Lease: p.Lease,
+			})
+		}
 		if err != nil {
 			if errors.Is(err, backend.ErrGroupLost) || errors.Is(err, backend.ErrGroupDeleted) {
 				if len(out) > 0 {
@@ -123,7 +135,7 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 		}
 		for _, d := range ds {
 			m.t.seen(p.Group, i, d.ID)
-			d.ID = OuterID(i, d.ID)
+			d.ID = m.t.outer(i, d.ID)
 			out = append(out, d)
 		}
 	}
@@ -131,4 +143,30 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 		return nil, firstErr
 	}
 	return out, nil
+}
+
+// claimOrderedSingle claims in order from a topic of one partition: the inner claim waits
+// for a message while the consumer holds the topic's lock; while its delivery is out or the
+// topic is gated, the consumer waits on the bell for its own settle or the gate's end.
+func (b *Backend) claimOrderedSingle(ctx context.Context, t *topic, p *backend.ClaimParams) ([]backend.Delivery, error) {
+	var ring <-chan struct{}
+	if p.Block > 0 {
+		bell := b.bells.acquire(ctx, b.cfg.Tag(p.Topic))
+		defer b.bells.release(bell)
+		ring = bell.next()
+	}
+	ds, waited, err := b.claimOrdered(ctx, t, 0, p, p.Block)
+	if len(ds) > 0 || err != nil || waited || p.Block <= 0 {
+		return ds, err
+	}
+	wait := time.NewTimer(p.Block)
+	defer wait.Stop()
+	select {
+	case <-ring:
+	case <-wait.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	ds, _, err = b.claimOrdered(ctx, t, 0, p, 0)
+	return ds, err
 }

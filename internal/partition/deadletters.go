@@ -135,7 +135,7 @@ func (b *Backend) selectDead(ctx context.Context, topic, group string, ids []str
 			parts[i] = nil
 		}
 	} else {
-		parts, _ = byPartition(ids, t.layout.Count(), func(s string) string { return s }, func(s *string, id string) { *s = id })
+		parts, _ = byPartition(ids, t, func(s string) string { return s }, func(s *string, id string) { *s = id })
 	}
 	var (
 		mu    sync.Mutex

@@ -25,12 +25,29 @@ func SplitID(id string, p int) (i int, inner string, ok bool) {
 	return i, inner, true
 }
 
-// byPartition splits items by the partition their ID names, keeping their order within each;
-// items naming none go to rest.
-func byPartition[T any](items []T, p int, id func(T) string, setID func(*T, string)) (parts map[int][]T, rest []T) {
+// outer names delivery id of partition i as t's: a topic of one partition keeps the inner
+// backend's IDs.
+func (t *topic) outer(i int, id string) string {
+	if t.single() {
+		return id
+	}
+	return OuterID(i, id)
+}
+
+// split is SplitID for t: every ID of a topic of one partition is its partition 0's.
+func (t *topic) split(id string) (int, string, bool) {
+	if t.single() {
+		return 0, id, id != ""
+	}
+	return SplitID(id, t.layout.Count())
+}
+
+// byPartition splits items by the partition their ID names in t, keeping their order within
+// each; items naming none go to rest.
+func byPartition[T any](items []T, t *topic, id func(T) string, setID func(*T, string)) (parts map[int][]T, rest []T) {
 	parts = map[int][]T{}
 	for _, it := range items {
-		i, inner, ok := SplitID(id(it), p)
+		i, inner, ok := t.split(id(it))
 		if !ok {
 			rest = append(rest, it)
 			continue

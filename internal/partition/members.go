@@ -284,6 +284,9 @@ func (b *Backend) Unassign(ctx context.Context, topic, group, consumer string) e
 		return err
 	}
 	k := memberKey{topic, group, consumer}
+	if err := b.unassignOrdered(ctx, t, k); err != nil {
+		return err
+	}
 	if t.single() && b.lookup(k) == nil {
 		return nil
 	}

@@ -21,10 +21,11 @@ func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckRes
 	if err != nil || t == nil {
 		return backend.AckResult{}, err
 	}
-	if t.single() {
+	k := memberKey{p.Topic, p.Group, p.Consumer}
+	if t.single() && b.ordered(k, false) == nil {
 		return b.inner.Ack(ctx, p)
 	}
-	parts, rest := byPartition(p.Items, t.layout.Count(), heldID, setHeldID)
+	parts, rest := byPartition(p.Items, t, heldID, setHeldID)
 	var mu sync.Mutex
 	res := backend.AckResult{Stale: len(rest)}
 	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
@@ -35,38 +36,79 @@ func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckRes
 		res.Stale += r.Stale
 		return err
 	})
+	if err == nil {
+		b.settledOrdered(ctx, t, k, settledIDs(parts, heldID))
+	}
 	return res, err
 }
 
-// Nack nacks each delivery in its partition; IDs that name none are stale.
+// settledIDs lists the inner IDs a call carried, by partition: an ordered delivery among them
+// is settled by it.
+func settledIDs[T any](parts map[int][]T, id func(T) string) map[int][]string {
+	out := make(map[int][]string, len(parts))
+	for i, items := range parts {
+		for _, it := range items {
+			out[i] = append(out[i], id(it))
+		}
+	}
+	return out
+}
+
+// Nack nacks each delivery in its partition; IDs that name none are stale. An ordered
+// delivery's retry keeps its place, and a delay gates its partition instead (see order.go).
 func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.NackResult, error) {
 	t, err := b.settling(ctx, p.Topic, p.Group, p.Consumer, len(p.Items))
 	if err != nil || t == nil {
 		return backend.NackResult{}, err
 	}
-	if t.single() {
+	k := memberKey{p.Topic, p.Group, p.Consumer}
+	if t.single() && b.ordered(k, false) == nil {
 		return b.inner.Nack(ctx, p)
 	}
-	parts, rest := byPartition(p.Items, t.layout.Count(), nackID, setNackID)
+	parts, rest := byPartition(p.Items, t, nackID, setNackID)
 	var mu sync.Mutex
 	var requeued []int
+	gates := map[int]time.Duration{}
 	res := backend.NackResult{Stale: len(rest)}
 	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+		items := parts[i]
+		if id := b.inflightOf(k, i); id != "" {
+			items = slices.Clone(items)
+			for j := range items {
+				if it := items[j]; it.ID == id && it.Delay > 0 && !it.Release && !it.DeadLetter {
+					mu.Lock()
+					gates[i] = items[j].Delay
+					mu.Unlock()
+					items[j].Delay = 0 // back in its place; the gate makes it wait
+				}
+			}
+		}
 		r, err := b.inner.Nack(ctx, &backend.NackParams{
 			Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer,
-			Items: parts[i], MaxDeliveries: p.MaxDeliveries,
+			Items: items, MaxDeliveries: p.MaxDeliveries,
 		})
 		mu.Lock()
 		defer mu.Unlock()
 		if r.Requeued > 0 {
 			requeued = append(requeued, i)
+		} else {
+			delete(gates, i) // dead-lettered or stale: nothing to wait for
 		}
 		res.Requeued += r.Requeued
 		res.DeadLettered += r.DeadLettered
 		res.Stale += r.Stale
 		return err
 	})
-	if res.Requeued > 0 {
+	if err != nil {
+		return res, err
+	}
+	for i, d := range gates {
+		if err := b.gate(ctx, t, k, i, d); err != nil {
+			return res, err
+		}
+	}
+	b.settledOrdered(ctx, t, k, settledIDs(parts, nackID))
+	if res.Requeued > 0 && !t.single() {
 		now, due := readiness(p.Items, func(n backend.NackItem) time.Duration {
 			if n.DeadLetter {
 				return -1
@@ -76,12 +118,13 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 		slices.Sort(requeued)
 		b.bells.ring(ctx, b.cfg.Tag(p.Topic), requeued, now, due)
 	}
-	return res, err
+	return res, nil
 }
 
 // Extend extends each lease in its partition and keeps the consumer's share of the group: a
 // subscription busy with what it holds claims nothing, and its heartbeat is what keeps its
-// partitions. IDs that name no partition are lost.
+// partitions. IDs that name no partition are lost, and so are ordered deliveries whose
+// partition's lock the consumer lost.
 func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string, error) {
 	if p.Lease <= 0 {
 		return nil, &backend.ConfigError{Field: "ExtendParams.Lease", Reason: "must be positive"}
@@ -90,29 +133,44 @@ func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string
 	if err != nil || t == nil {
 		return nil, err
 	}
-	if t.single() {
+	k := memberKey{p.Topic, p.Group, p.Consumer}
+	if t.single() && b.ordered(k, false) == nil {
 		return b.inner.Extend(ctx, p)
 	}
-	if m := b.lookup(memberKey{p.Topic, p.Group, p.Consumer}); m != nil {
+	if m := b.lookup(k); m != nil {
 		if _, err := b.sync(ctx, m, p.Lease); err != nil {
 			return nil, err
 		}
 	}
-	parts, rest := byPartition(p.Items, t.layout.Count(), heldID, setHeldID)
-	var mu sync.Mutex
+	parts, rest := byPartition(p.Items, t, heldID, setHeldID)
 	var lost []string
 	for _, h := range rest {
 		lost = append(lost, h.ID)
 	}
+	gone, err := b.renewOrdered(ctx, t, k, parts, p.Lease)
+	if err != nil {
+		return nil, err
+	}
+	for i, ids := range gone {
+		for _, id := range ids {
+			lost = append(lost, t.outer(i, id))
+		}
+		parts[i] = slices.DeleteFunc(parts[i], func(h backend.Held) bool { return slices.Contains(ids, h.ID) })
+	}
+	var mu sync.Mutex
 	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+		if len(parts[i]) == 0 {
+			return nil
+		}
 		l, err := b.inner.Extend(ctx, &backend.ExtendParams{Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer, Items: parts[i], Lease: p.Lease})
 		mu.Lock()
 		defer mu.Unlock()
 		for _, id := range l {
-			lost = append(lost, OuterID(i, id))
+			lost = append(lost, t.outer(i, id))
 		}
 		return err
 	})
+	b.settledOrdered(ctx, t, k, gone)
 	return lost, err
 }
 

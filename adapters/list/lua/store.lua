@@ -202,7 +202,8 @@ local function store_drop(k, n)
 end
 
 -- store_counts returns ready, delayed, the oldest ready-since time among the window entries at
--- each end of ready (nil: none), and the entries staged in processing, which count as pending.
+-- each end of ready (nil: none), and the entries staged in processing, which count as pending
+-- (but a WAKE among the first window of them).
 -- Everything between the ends was pushed at the back in time order (publish, requeue) or is a
 -- promoted delayed message ready since its due time; retries and reclaims go to the consume
 -- end. So the age is exact unless more than window of those sit at the consume end, or a
@@ -223,7 +224,14 @@ local function store_counts(k, now, window)
     scan(-window, -1)
     if n > window then scan(0, math.min(window, n - window) - 1) end
   end
-  return n - wakes, redis.call('ZCARD', k.delayed), oldest, redis.call('LLEN', k.processing)
+  -- A WAKE that a BLMOVE just staged is no message either: its consumer drops it at once.
+  local staged = redis.call('LLEN', k.processing)
+  if staged > 0 then
+    for _, e in ipairs(redis.call('LRANGE', k.processing, 0, window - 1)) do
+      if e == WAKE then staged = staged - 1 end
+    end
+  end
+  return n - wakes, redis.call('ZCARD', k.delayed), oldest, staged
 end
 
 -- Admin: listing and finding messages

@@ -4,7 +4,8 @@
 --
 -- A retry parks the entry (the parking consumer owns it, XCLAIM ... JUSTID keeps the count)
 -- and schedules it in the retry ZSET at now + delay: the delivery ID is kept, and the next
--- claim counts the next attempt. A release parks it with the count taken back
+-- claim counts the next attempt. A retry without a delay is due at its publish time, so it
+-- keeps its place before the entries published after it, as on list and zset. A release parks it with the count taken back
 -- (RETRYCOUNT attempt-1), due at its publish time, so it is claimed first. A dead letter
 -- moves to the dead-letter stream atomically with its XACK.
 --
@@ -65,7 +66,7 @@ for i = 6, #ARGV, 5 do
         dead[#dead + 1] = {id, attempt, reason}
       else
         retry_ids[#retry_ids + 1] = id
-        retry_at[#retry_at + 1] = now + delay
+        retry_at[#retry_at + 1] = delay > 0 and now + delay or published_at(id, now)
       end
     end
   end

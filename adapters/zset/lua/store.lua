@@ -162,10 +162,11 @@ local function extra_of(x)
 end
 
 -- store_back puts items back. A delayed retry waits in ready until its due time; the others go
--- to queue with their priority. A release and an immediate retry keep their place in line (the
--- due time they had when claimed, never later than now), so one consumer still sees publish
--- order; a reclaimed lease and a requeued dead letter are due now, behind what of their
--- priority is already due. A blocked consumer is woken.
+-- to queue with their priority. A release, an immediate retry and a reclaimed lease keep their
+-- place in line (the due time they had when claimed, never later than now), so that what comes
+-- back is claimed before the messages published after it, as on list and streams (the order
+-- per key of partitioned topics rests on it); a requeued dead letter is due now, behind what
+-- of its priority is already due. A blocked consumer is woken.
 local function store_back(k, items, now)
   if #items == 0 then return end
   local q, z = {}, {}
@@ -176,7 +177,7 @@ local function store_back(k, items, now)
       z[#z + 1] = member(it.id, p)
     else
       local at = now
-      if (it.kind == 'release' or it.kind == 'retry') and due then at = math.min(now, due) end
+      if it.kind ~= 'requeue' and due then at = math.min(now, due) end
       q[#q + 1] = PRIORITY_MAX - p
       q[#q + 1] = queued(at, it.id)
     end
