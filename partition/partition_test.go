@@ -194,3 +194,46 @@ func TestAReaderBeforeCreationPublishesToThePartitions(t *testing.T) {
 	raw, err := be.(backend.Admin).Topic(ctx, "late")
 	require.ErrorIs(t, err, backend.ErrTopicNotFound, "nothing under the topic's own keys: %+v", raw)
 }
+
+// Ordered on a topic without partitions: the whole topic is one partition, handled one message
+// at a time in publish order, a retry before what follows it; delivery IDs stay the backend's.
+func TestOrderedOnATopicWithoutPartitions(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"list", "zset", "streams"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			be := backends(t)[name]()
+			pub, err := pubsub.NewPublisher(be, pubsub.PublisherConfig{}, nil)
+			require.NoError(t, err)
+			defer pub.Close()
+			sub, err := pubsub.NewSubscriber(be, pubsub.SubscriberConfig{
+				Group: "g", Ordered: true, Concurrency: 4, Block: 100 * time.Millisecond,
+				NackBackoff: func(int) time.Duration { return 50 * time.Millisecond },
+			}, nil)
+			require.NoError(t, err)
+			defer sub.Close()
+			msgs, err := sub.Subscribe(t.Context(), "plain-ordered")
+			require.NoError(t, err)
+			for i := range 20 {
+				require.NoError(t, pub.Publish("plain-ordered", message.NewMessage(fmt.Sprintf("m%d", i), []byte(strconv.Itoa(i)))))
+			}
+			var got []string
+			for len(got) < 20 {
+				select {
+				case m := <-msgs:
+					require.NotContains(t, pubsub.DeliveryID(m), ":", "the backend's own IDs")
+					i, _ := strconv.Atoi(string(m.Payload))
+					require.Equal(t, len(got), i, "message %d came when %d was next", i, len(got))
+					if i%5 == 2 && pubsub.Attempt(m) == 1 {
+						m.Nack() // comes back before the next, after its delay
+						continue
+					}
+					got = append(got, string(m.Payload))
+					m.Ack()
+				case <-time.After(10 * time.Second):
+					t.Fatalf("handled %v", got)
+				}
+			}
+		})
+	}
+}

@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/relq/relq/partition"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +24,9 @@ type benchOptions struct {
 	quick    bool
 	scale    bool
 	rounds   int
+	// partitions, when positive, measures partitioned topics of that many partitions on the
+	// Cluster --redis-url names, instead of the usual run.
+	partitions int
 }
 
 func newBenchCommand(env Env) *cobra.Command {
@@ -70,6 +78,9 @@ for tests, whose figures mean little.`,
 			from := "--redis-url"
 			if opts.redisURL == "" {
 				opts.redisURL, from = env.Getenv("REDIS_URL"), "REDIS_URL"
+			}
+			if opts.partitions != 0 {
+				return benchPartitions(cmd, env, opts, from)
 			}
 			lookPath := env.LookPath
 			if lookPath == nil {
@@ -130,6 +141,55 @@ for tests, whose figures mean little.`,
 	cmd.Flags().StringVar(&opts.svg, "svg", "", "also write an SVG bar chart of throughput and latency to this file")
 	cmd.Flags().BoolVar(&opts.quick, "quick", false, "a small, fast run (for tests; figures mean little)")
 	cmd.Flags().IntVar(&opts.rounds, "rounds", 0, "interleaved rounds of the publish, consume+ack and end-to-end figures (default 3; 1 with --quick)")
+	cmd.Flags().IntVar(&opts.partitions, "partitions", 0, "measure partitioned topics of this many partitions on the Redis Cluster --redis-url names (see docs/partitions.md), instead of the usual run")
 	cmd.Flags().BoolVar(&opts.scale, "scale", true, "run the scale phase: the slowest Redis call of each path on a big group (relq backends)")
 	return cmd
+}
+
+// benchPartitions runs the partitioned-topic measurement on a Cluster of at least two
+// primaries: the one figure that needs several primaries to mean anything.
+func benchPartitions(cmd *cobra.Command, env Env, opts benchOptions, from string) error {
+	if opts.partitions < 2 || opts.partitions > partition.Max {
+		return usageError(cmd, fmt.Sprintf("--partitions %d: want 2 to %d", opts.partitions, partition.Max))
+	}
+	if opts.redisURL == "" {
+		return errors.New("relq: bench --partitions needs a Redis Cluster: pass --redis-url (or REDIS_URL) naming one of its nodes")
+	}
+	copt, err := redis.ParseClusterURL(opts.redisURL)
+	if err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	ctx := cmd.Context()
+	cc := redis.NewClusterClient(copt)
+	defer cc.Close()
+	var (
+		mu        sync.Mutex
+		primaries []*redis.Client
+	)
+	if err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		primaries = append(primaries, c)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("relq: bench --partitions: %s is no reachable Redis Cluster: %w", from, err)
+	}
+	if len(primaries) < 2 {
+		return fmt.Errorf("relq: bench --partitions: the Cluster has %d primary; a partitioned topic spreads over several", len(primaries))
+	}
+	n := 30000
+	if opts.quick {
+		n = 600
+	}
+	rep, err := benchmarks.RunPartitions(ctx, cc, primaries, opts.partitions, n, env.Err)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if opts.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteTable(out)
 }

@@ -200,3 +200,44 @@ func TestBenchRefusesMiniredis(t *testing.T) {
 	require.Contains(t, errOut.String(), "miniredis is not a fair server for benchmarks")
 	require.Empty(t, out.String())
 }
+
+// bench --partitions measures every backend on a Cluster: the busiest primary's share, the
+// ceilings, ordered against unordered, and the takeover; --json carries every figure.
+func TestBenchPartitionsOnACluster(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, redistest.ClusterOptions{Masters: 3, ReplicasPerMaster: -1})
+	url := "redis://" + cluster.Addrs()[0]
+	code, out := runCLI(t, Env{Getenv: func(string) string { return "" }}, "bench", "--partitions", "6", "--quick", "--json", "--redis-url", url)
+	require.Equal(t, 0, code, out)
+	var rep struct {
+		Primaries int `json:"primaries"`
+		Backends  []struct {
+			Backend  string  `json:"backend"`
+			Takeover float64 `json:"takeover_ns"`
+			Spread   struct {
+				Partitions int              `json:"partitions"`
+				Primaries  []map[string]any `json:"primaries"`
+			} `json:"partitioned"`
+			Ordered struct {
+				Ordered bool `json:"ordered"`
+			} `json:"partitioned_ordered"`
+		} `json:"backends"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, 3, rep.Primaries)
+	require.Len(t, rep.Backends, 3)
+	for _, b := range rep.Backends {
+		require.Equal(t, 6, b.Spread.Partitions, b.Backend)
+		require.Len(t, b.Spread.Primaries, 3, b.Backend)
+		for _, p := range b.Spread.Primaries {
+			require.Greater(t, p["commands_per_msg"], 0.0, "%s: every primary served some of the topic", b.Backend)
+		}
+		require.True(t, b.Ordered.Ordered, b.Backend)
+		require.Greater(t, b.Takeover, 0.0, b.Backend)
+	}
+
+	code, out = runCLI(t, Env{Getenv: func(string) string { return "" }}, "bench", "--partitions", "6", "--quick", "--redis-url", url)
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `(?m)^\s+list\s+busiest share \d+% \(target <= 40%\): (met|missed)`, out)
+	require.Contains(t, out, "ordered / unordered per message")
+}

@@ -151,9 +151,7 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 func (b *Backend) claimOrderedSingle(ctx context.Context, t *topic, p *backend.ClaimParams) ([]backend.Delivery, error) {
 	var ring <-chan struct{}
 	if p.Block > 0 {
-		bell := b.bells.acquire(ctx, b.cfg.Tag(p.Topic))
-		defer b.bells.release(bell)
-		ring = bell.next()
+		ring = b.singleBell(ctx, memberKey{p.Topic, p.Group, p.Consumer}).next()
 	}
 	ds, waited, err := b.claimOrdered(ctx, t, 0, p, p.Block)
 	if len(ds) > 0 || err != nil || waited || p.Block <= 0 {

@@ -91,6 +91,7 @@ func (b *Backend) Assign(ctx context.Context, topic, group, consumer string) err
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	now := time.Now()
+	b.sweepOrdered(now, memberKey{topic, group, consumer})
 	for key, m := range ms.m {
 		if key != k && m.idle(now) {
 			delete(ms.m, key)
@@ -279,11 +280,12 @@ func (m *member) rotate(n int) int {
 // Unassign ends consumer's membership of group at once, freeing its partitions for the other
 // members' next sync, as a subscription that stops does once it settled what it held.
 func (b *Backend) Unassign(ctx context.Context, topic, group, consumer string) error {
+	k := memberKey{topic, group, consumer}
 	t, err := b.topics.get(ctx, topic)
 	if err != nil {
+		b.forgetOrdered(k)
 		return err
 	}
-	k := memberKey{topic, group, consumer}
 	if err := b.unassignOrdered(ctx, t, k); err != nil {
 		return err
 	}

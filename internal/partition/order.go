@@ -68,9 +68,28 @@ return 1
 
 // ordered is what one consumer holds of a topic's order locks.
 type ordered struct {
-	mu       sync.Mutex
-	held     map[int]bool   // partitions whose lock it holds
-	inflight map[int]string // partition -> inner ID of the delivery it took and has not settled
+	mu   sync.Mutex
+	held map[int]bool // partitions whose lock it holds
+	// inflight maps a partition to the inner ID of the delivery the consumer took from it and
+	// has not settled, or to claiming while a claim from it is under way (its lock must not
+	// be let go meanwhile).
+	inflight map[int]string
+	used     time.Time     // its last claim
+	lease    time.Duration // the lease of its last claim
+	// bell is held for a consumer of a topic of one partition, which is no member and would
+	// otherwise subscribe at every claim; released with the state (unassignOrdered).
+	bell *bell
+}
+
+// claiming marks a partition whose claim is under way; no delivery ID is empty.
+const claiming = ""
+
+// idle reports an ordered state not used for three leases (a consumer that stopped without
+// Unassign: a tool, a process whose subscription ended abnormally).
+func (o *ordered) idle(now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lease > 0 && now.Sub(o.used) > 3*o.lease && len(o.inflight) == 0
 }
 
 type orders struct {
@@ -98,11 +117,28 @@ func (b *Backend) lockKey(t *topic, i int, group string) string {
 	return orderLockKey(b.cfg.Tag(t.layout.Name(i)), group)
 }
 
-// busy reports a partition whose delivery the consumer has not settled.
-func (o *ordered) busy(i int) bool {
+// begin marks a claim from partition i under way, unless the consumer has one of i in flight
+// or under way already (then it reports false).
+func (o *ordered) begin(i int, lease time.Duration) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.inflight[i] != ""
+	if _, busy := o.inflight[i]; busy {
+		return false
+	}
+	o.inflight[i] = claiming
+	o.used, o.lease = time.Now(), lease
+	return true
+}
+
+// end ends a claim from partition i: with the delivery it took in flight, or none.
+func (o *ordered) end(i int, id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if id == "" {
+		delete(o.inflight, i)
+		return
+	}
+	o.inflight[i] = id
 }
 
 // claimOrdered claims at most one message from partition i for an ordered consumer: nothing
@@ -111,9 +147,11 @@ func (o *ordered) busy(i int) bool {
 // claim waits up to block; waited reports that it did.
 func (b *Backend) claimOrdered(ctx context.Context, t *topic, i int, p *backend.ClaimParams, block time.Duration) (ds []backend.Delivery, waited bool, err error) {
 	o := b.ordered(memberKey{p.Topic, p.Group, p.Consumer}, true)
-	if o.busy(i) {
+	if !o.begin(i, p.Lease) {
 		return nil, false, nil
 	}
+	var took string
+	defer func() { o.end(i, took) }()
 	lock := b.lockKey(t, i, p.Group)
 	got, err := take.Run(ctx, b.cfg.Client, []string{lock}, p.Consumer, (p.Lease + lockMargin + block).Milliseconds()).Int()
 	if err != nil {
@@ -134,12 +172,16 @@ func (b *Backend) claimOrdered(ctx context.Context, t *topic, i int, p *backend.
 		}
 	}
 	ds, err = b.inner.Claim(ctx, &backend.ClaimParams{Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer, Count: 1, Lease: p.Lease, Block: block})
-	if len(ds) > 0 {
-		o.mu.Lock()
-		o.inflight[i] = ds[0].ID
-		o.mu.Unlock()
+	if err != nil {
+		// The claim may have taken a message whose reply was lost: the next take must find
+		// the lock free and wait for that message's lease, as a takeover does.
+		b.dropLock(ctx, o, lock, i, p.Consumer)
+		return nil, false, err
 	}
-	return ds, block > 0, err
+	if len(ds) > 0 {
+		took = ds[0].ID
+	}
+	return ds, block > 0, nil
 }
 
 // dropLock lets go of a lock the consumer holds.
@@ -160,7 +202,7 @@ func (b *Backend) releaseLeft(ctx context.Context, t *topic, k memberKey, owned 
 	o.mu.Lock()
 	var left []int
 	for i, h := range o.held {
-		if h && o.inflight[i] == "" && !slices.Contains(owned, i) {
+		if _, busy := o.inflight[i]; h && !busy && !slices.Contains(owned, i) {
 			left = append(left, i)
 		}
 	}
@@ -185,7 +227,7 @@ func (b *Backend) settledOrdered(ctx context.Context, t *topic, k memberKey, set
 	var freed []int
 	o.mu.Lock()
 	for i, ids := range settled {
-		if id := o.inflight[i]; id != "" && slices.Contains(ids, id) {
+		if id := o.inflight[i]; id != claiming && slices.Contains(ids, id) {
 			delete(o.inflight, i)
 			freed = append(freed, i)
 		}
@@ -212,7 +254,7 @@ func (b *Backend) inflightOf(k memberKey, i int) string {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.inflight[i]
+	return o.inflight[i] // claiming is ""
 }
 
 // gate turns the consumer's lock of partition i into a gate for d: its retry, back in its
@@ -275,7 +317,12 @@ func (b *Backend) unassignOrdered(ctx context.Context, t *topic, k memberKey) er
 			held = append(held, i)
 		}
 	}
+	bell := o.bell
+	o.bell = nil
 	o.mu.Unlock()
+	if bell != nil {
+		b.bells.release(bell)
+	}
 	var errs []error
 	for _, i := range held {
 		errs = append(errs, hand.Run(ctx, b.cfg.Client, []string{b.lockKey(t, i, k.group)}, k.consumer, "drop", 0).Err())
@@ -285,4 +332,52 @@ func (b *Backend) unassignOrdered(ctx context.Context, t *topic, k memberKey) er
 		b.bells.ring(ctx, b.cfg.Tag(k.topic), held, true, 0)
 	}
 	return errors.Join(errs...)
+}
+
+// forgetOrdered drops k's order state without touching Redis (its locks expire), when its
+// topic cannot be read to name them.
+func (b *Backend) forgetOrdered(k memberKey) {
+	b.orders.mu.Lock()
+	o := b.orders.m[k]
+	delete(b.orders.m, k)
+	b.orders.mu.Unlock()
+	if o != nil && o.bell != nil {
+		b.bells.release(o.bell)
+	}
+}
+
+// sweepOrdered drops the order states not used for three leases, but k's.
+func (b *Backend) sweepOrdered(now time.Time, k memberKey) {
+	b.orders.mu.Lock()
+	var idle []memberKey
+	for key, o := range b.orders.m {
+		if key != k && o.idle(now) {
+			idle = append(idle, key)
+		}
+	}
+	b.orders.mu.Unlock()
+	for _, key := range idle {
+		b.forgetOrdered(key)
+	}
+}
+
+// singleBell is the bell an ordered consumer of a topic of one partition sleeps on, acquired
+// at its first claim and kept until Unassign.
+func (b *Backend) singleBell(ctx context.Context, k memberKey) *bell {
+	o := b.ordered(k, true)
+	o.mu.Lock()
+	bl := o.bell
+	o.mu.Unlock()
+	if bl != nil {
+		return bl
+	}
+	bl = b.bells.acquire(ctx, b.cfg.Tag(k.topic))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.bell != nil {
+		b.bells.release(bl)
+		return o.bell
+	}
+	o.bell = bl
+	return bl
 }

@@ -68,19 +68,23 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 	parts, rest := byPartition(p.Items, t, nackID, setNackID)
 	var mu sync.Mutex
 	var requeued []int
-	gates := map[int]time.Duration{}
 	res := backend.NackResult{Stale: len(rest)}
 	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
 		items := parts[i]
 		if id := b.inflightOf(k, i); id != "" {
 			items = slices.Clone(items)
 			for j := range items {
-				if it := items[j]; it.ID == id && it.Delay > 0 && !it.Release && !it.DeadLetter {
-					mu.Lock()
-					gates[i] = items[j].Delay
-					mu.Unlock()
-					items[j].Delay = 0 // back in its place; the gate makes it wait
+				it := items[j]
+				dies := it.DeadLetter || (p.MaxDeliveries > 0 && it.Attempt >= p.MaxDeliveries)
+				if it.ID != id || it.Delay <= 0 || it.Release || dies {
+					continue
 				}
+				// Gated before the nack, so that a nack whose reply is lost, and its resend
+				// (stale then), still leave the retry waiting out its delay.
+				if err := b.gate(ctx, t, k, i, it.Delay); err != nil {
+					return err
+				}
+				items[j].Delay = 0 // back in its place; the gate makes it wait
 			}
 		}
 		r, err := b.inner.Nack(ctx, &backend.NackParams{
@@ -91,8 +95,6 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 		defer mu.Unlock()
 		if r.Requeued > 0 {
 			requeued = append(requeued, i)
-		} else {
-			delete(gates, i) // dead-lettered or stale: nothing to wait for
 		}
 		res.Requeued += r.Requeued
 		res.DeadLettered += r.DeadLettered
@@ -101,11 +103,6 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 	})
 	if err != nil {
 		return res, err
-	}
-	for i, d := range gates {
-		if err := b.gate(ctx, t, k, i, d); err != nil {
-			return res, err
-		}
 	}
 	b.settledOrdered(ctx, t, k, settledIDs(parts, nackID))
 	if res.Requeued > 0 && !t.single() {
@@ -151,6 +148,9 @@ func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string
 	if err != nil {
 		return nil, err
 	}
+	if gone == nil {
+		gone = map[int][]string{}
+	}
 	for i, ids := range gone {
 		for _, id := range ids {
 			lost = append(lost, t.outer(i, id))
@@ -167,6 +167,9 @@ func (b *Backend) Extend(ctx context.Context, p *backend.ExtendParams) ([]string
 		defer mu.Unlock()
 		for _, id := range l {
 			lost = append(lost, t.outer(i, id))
+		}
+		if len(l) > 0 {
+			gone[i] = append(gone[i], l...) // the subscription drops them: nothing settles them
 		}
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -42,11 +43,9 @@ func NativeConfig(client redis.UniversalClient, prefix string, p int) Config {
 // topic is what a process knows of one partitioned topic: its layout, once Redis agreed to it.
 type topic struct {
 	layout *Layout
-	// recorded: this process made sure Redis records the topic's count (create).
+	// recorded: this process made sure Redis records the topic's count (create), or it was
+	// read from Redis's record.
 	recorded bool
-	// expires, when set, is when a count read from Redis for a topic not yet created is read
-	// again: until its first write, someone may still create it with partitions.
-	expires time.Time
 	// lastMu guards lasts: per group, the last delivery ID this process claimed from each
 	// partition, where RegisterAgain starts a group that vanished.
 	lastMu sync.Mutex
@@ -78,12 +77,39 @@ func (t *topic) last(group string, i int) string {
 	return ""
 }
 
-// topics caches the layouts of the topics a Backend met. A topic's count is checked against
-// Redis once per process: the record is written once and never changes.
+// topics caches what a Backend knows of the topics it met. A partitioned topic's layout is
+// kept in m while the process lives: its count is recorded once and never changes (until the
+// topic is deleted). That a topic has one partition is kept in a fixed table instead, so that a
+// process meeting ever new topics (a reply topic per request) keeps a bounded cache: a topic
+// whose entry was taken by another is read from Redis again at its next use.
 type topics struct {
-	cfg Config
-	mu  sync.Mutex
-	m   map[string]*topic
+	cfg    Config
+	mu     sync.Mutex
+	m      map[string]*topic
+	single [singleSlots]singleEntry
+}
+
+// singleSlots bounds the one-partition topics a Backend remembers.
+const singleSlots = 1024
+
+// singleEntry remembers that a topic has one partition: until expires (a count read from
+// Redis is read again after a while) and whether this process made sure of it for a write.
+type singleEntry struct {
+	name     string
+	expires  time.Time
+	recorded bool
+}
+
+// slotOf is the table entry of a one-partition topic.
+func slotOf(name string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return int(h.Sum32() % singleSlots)
+}
+
+// singleTopic is the layout of a topic of one partition: the topic itself.
+func singleTopic(name string) *topic {
+	return &topic{layout: &Layout{topic: name, names: []string{name}}, recorded: true}
 }
 
 // get returns topic's layout for a call that reads the topic: it checks the count recorded in
@@ -98,19 +124,16 @@ func (ts *topics) create(ctx context.Context, name string) (*topic, error) {
 	return ts.load(ctx, name, true)
 }
 
-// unrecordedRecheck is how long a process trusts that a topic it reads, and has not written
-// to, has no partitions recorded. A write reads the record again at once, and so does a
-// listing of the topics (TopicNames), so only a reader that never lists (a dashboard between
-// discoveries) may see a topic created meanwhile as unpartitioned, for this long at most.
+// unrecordedRecheck is how long a process trusts that a topic has no partitions recorded. A
+// listing of the topics (TopicNames) reads the records again, so a reader that lists (a
+// dashboard) sees a topic created meanwhile at its next discovery; others within this while.
 const unrecordedRecheck = time.Minute
 
+// forever stands for a count that is never read again (configured, not read from Redis).
+var forever = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
 func (ts *topics) load(ctx context.Context, name string, write bool) (*topic, error) {
-	now := time.Now()
-	ts.mu.Lock()
-	t, ok := ts.m[name]
-	done := ok && (t.recorded || !write) && (t.expires.IsZero() || now.Before(t.expires))
-	ts.mu.Unlock()
-	if done {
+	if t, ok := ts.cached(name, write, time.Now()); ok {
 		return t, nil
 	}
 	if err := backend.ValidateName("topic", name); err != nil {
@@ -120,57 +143,71 @@ func (ts *topics) load(ctx context.Context, name string, write bool) (*topic, er
 	if err != nil {
 		return nil, err
 	}
-	var expires time.Time
-	if !recorded {
-		expires = now.Add(unrecordedRecheck)
-	}
+	now := time.Now()
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if l.Count() == 1 {
+		expires := forever
+		if !recorded {
+			expires = now.Add(unrecordedRecheck)
+		}
+		e := &ts.single[slotOf(name)]
+		*e = singleEntry{name: name, expires: expires, recorded: write || (e.name == name && e.recorded)}
+		delete(ts.m, name)
+		return singleTopic(name), nil
+	}
 	if ts.m == nil {
 		ts.m = map[string]*topic{}
 	}
+	// A count read from Redis is its record; a configured one is recorded by a write.
+	rec := write || ts.cfg.Partitions(name) == 0
 	if old, ok := ts.m[name]; ok && old.layout.Count() == l.Count() {
-		old.recorded = old.recorded || write
-		old.expires = expires
+		old.recorded = old.recorded || rec
 		return old, nil
 	}
-	t = &topic{layout: l, recorded: write, expires: expires}
+	t := &topic{layout: l, recorded: rec}
 	ts.m[name] = t
 	return t, nil
 }
 
+// cached returns what the cache knows of topic for a read or a write at now.
+func (ts *topics) cached(name string, write bool, now time.Time) (*topic, bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t, ok := ts.m[name]; ok && (t.recorded || !write) {
+		return t, true
+	}
+	if e := &ts.single[slotOf(name)]; e.name == name && now.Before(e.expires) && (e.recorded || !write) {
+		return singleTopic(name), true
+	}
+	return nil, false
+}
+
 // resolve lays the topic out over the count configured, or, left to Redis, the count recorded
-// (1 when none). A write makes Redis record it; recorded reports that Redis holds it, or that
-// the count was configured, so that it need not be read again.
+// (1 when none). A write of a configured count makes Redis record it; recorded reports a count
+// that need not be read again: configured, or recorded with partitions (a record never
+// changes while its topic lives).
 func (ts *topics) resolve(ctx context.Context, name string, write bool) (l *Layout, recorded bool, err error) {
 	k := Keys{Record: RecordKey(ts.cfg.Tag(name)), InUse: ts.cfg.InUse(name)}
 	p := ts.cfg.Partitions(name)
-	fromRedis := p == 0
-	if fromRedis {
+	if p == 0 {
+		// Left to Redis: the record says, and a topic without one is the backend's own. (A
+		// write needs no more: only a configured count is written.)
 		if p, err = Recorded(ctx, ts.cfg.Client, name, k.Record); err != nil {
 			return nil, false, err
 		}
+		l, err = New(name, p, ts.cfg.Tag)
+		return l, err == nil && p > 1, err
 	}
 	if l, err = New(name, p, ts.cfg.Tag); err != nil {
 		return nil, false, err
 	}
-	switch {
-	case write:
+	if write {
 		_, err = Ensure(ctx, ts.cfg.Client, name, p, k)
-		var ce *CountError
-		if fromRedis && errors.As(err, &ce) && ce.Recorded > 1 {
-			// Created with partitions since the read: take them.
-			if l, err = New(name, ce.Recorded, ts.cfg.Tag); err != nil {
-				return nil, false, err
-			}
-		}
-	case !fromRedis:
+	} else {
 		err = Check(ctx, ts.cfg.Client, name, p, k)
 	}
-	if err != nil {
-		return nil, false, err
-	}
-	return l, write || !fromRedis || p > 1, nil
+	return l, err == nil, err
 }
 
 // prefetch reads the records of the topics named in one pipeline and caches their counts, so
@@ -197,25 +234,26 @@ func (ts *topics) prefetch(ctx context.Context, names []string) error {
 		ts.m = map[string]*topic{}
 	}
 	for i, n := range names {
-		p, expires := 1, now.Add(unrecordedRecheck)
-		if v, err := gets[i].Result(); err == nil {
-			if p, _ = parseRecord(v); p == 0 {
+		v, err := gets[i].Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			if _, ok := ts.m[n]; !ok {
+				e := &ts.single[slotOf(n)]
+				*e = singleEntry{name: n, expires: now.Add(unrecordedRecheck), recorded: e.name == n && e.recorded}
+			}
+		case err == nil:
+			p, _ := parseRecord(v)
+			if p < 2 {
 				continue // not understood: the topic's own read reports it
 			}
-			expires = time.Time{}
-		}
-		old, ok := ts.m[n]
-		if ok && old.layout.Count() == p {
-			if !old.expires.IsZero() {
-				old.expires = expires
+			if old, ok := ts.m[n]; ok && old.layout.Count() == p {
+				continue
 			}
-			continue
+			if l, err := New(n, p, ts.cfg.Tag); err == nil {
+				ts.m[n] = &topic{layout: l, recorded: true}
+			}
 		}
-		l, err := New(n, p, ts.cfg.Tag)
-		if err != nil {
-			continue
-		}
-		ts.m[n] = &topic{layout: l, expires: expires}
+		// Any other error: this topic's node failed (a Cluster pipeline reports only one).
 	}
 	return nil
 }
@@ -246,4 +284,7 @@ func (ts *topics) forget(name string) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	delete(ts.m, name)
+	if e := &ts.single[slotOf(name)]; e.name == name {
+		*e = singleEntry{}
+	}
 }

@@ -49,17 +49,18 @@ func main() {
 		concurrency = flag.Int("concurrency", 4, "messages in flight")
 		workMax     = flag.Duration("work", 5*time.Millisecond, "handler work is random in [0, work)")
 		logPath     = flag.String("log", "", "append-only log of handled deliveries")
+		ordered     = flag.Bool("ordered", false, "ordered subscription (SubscriberConfig.Ordered)")
 		verbose     = flag.Bool("v", false, "log relq's info messages to stderr")
 	)
 	flag.Parse()
-	if err := run(*url, *backendName, *prefix, *topic, *group, *lease, *concurrency, *workMax, *logPath, *verbose); err != nil {
+	if err := run(*url, *backendName, *prefix, *topic, *group, *lease, *concurrency, *workMax, *logPath, *verbose, *ordered); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
 
 func run(url, backendName, prefix, topic, group string, lease time.Duration, concurrency int,
-	workMax time.Duration, logPath string, verbose bool) error {
+	workMax time.Duration, logPath string, verbose, ordered bool) error {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return err
@@ -81,7 +82,7 @@ func run(url, backendName, prefix, topic, group string, lease time.Duration, con
 		logger = watermill.NewStdLogger(false, false)
 	}
 	sub, err := pubsub.NewSubscriber(b, pubsub.SubscriberConfig{
-		Group: group, Concurrency: concurrency, Lease: lease,
+		Group: group, Concurrency: concurrency, Lease: lease, Ordered: ordered,
 		RetryMin: 20 * time.Millisecond, RetryMax: 500 * time.Millisecond,
 	}, logger)
 	if err != nil {
