@@ -86,26 +86,9 @@ func runConsumersKilled(t *testing.T, bc backendCase, server *redistest.Server, 
 		for _, m := range msgs {
 			published = append(published, m.UUID)
 		}
-		for {
-			st, err := b.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: backend.DefaultGroup})
-			require.NoError(t, err)
-			if st.Ready < killBacklog {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitBacklogBelow(t, b, topic, killBacklog)
 	}
-	fleet.stopKilling()
-	require.NoError(t, fleet.err(), "a worker exited by itself")
-
-	var logs *workerLogs
-	ok := pollUntil(settleTimeout, func() bool {
-		logs, err = fleet.readLogs()
-		return err == nil && len(logs.handled.missing(published)) == 0
-	})
-	require.NoError(t, err)
-	require.True(t, ok, "%d of %d messages never handled within %v, e.g. %v", len(logs.handled.missing(published)),
-		n, settleTimeout, firstFew(logs.handled.missing(published), 5))
+	fleet.awaitAllHandled(t, published)
 	st := waitSettled(t, b, topic)
 	require.Zero(t, st.Dead, "dead letters: %+v", st)
 	require.GreaterOrEqual(t, st.Counters.Acked, int64(n), "acked counter: %+v", st.Counters)
@@ -114,7 +97,7 @@ func runConsumersKilled(t *testing.T, bc backendCase, server *redistest.Server, 
 	require.NoError(t, fleet.err(), "a worker failed to stop on SIGTERM")
 	st = waitSettled(t, b, topic)
 	require.Zero(t, st.Dead)
-	logs, err = fleet.readLogs()
+	logs, err := fleet.readLogs()
 	require.NoError(t, err)
 
 	// Duplicates: every handling but the last of a message must come from a process that was
@@ -146,6 +129,39 @@ func runConsumersKilled(t *testing.T, bc backendCase, server *redistest.Server, 
 		Note: fmt.Sprintf("%d SIGKILLs, lease %v; recovery median of %d kills, max %v; duplicate bound %d",
 			len(kills), killLease, len(recoveries), mx.Round(time.Millisecond), bound),
 	})
+}
+
+// waitBacklogBelow waits until the default group of topic has fewer than n messages ready, so
+// that a producer keeps the workers busy without running far ahead of them.
+func waitBacklogBelow(t *testing.T, b backend.Backend, topic string, n int64) {
+	t.Helper()
+	for {
+		st, err := b.Stats(context.Background(), &backend.StatsParams{Topic: topic, Group: backend.DefaultGroup})
+		require.NoError(t, err)
+		if st.Ready < n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// awaitAllHandled stops the kills and waits until every published message was handled (its
+// done line is in some worker's log).
+func (f *fleet) awaitAllHandled(t *testing.T, published []string) {
+	t.Helper()
+	f.stopKilling()
+	require.NoError(t, f.err(), "a worker exited by itself")
+	var (
+		logs *workerLogs
+		err  error
+	)
+	ok := pollUntil(settleTimeout, func() bool {
+		logs, err = f.readLogs()
+		return err == nil && len(logs.handled.missing(published)) == 0
+	})
+	require.NoError(t, err)
+	require.True(t, ok, "%d of %d messages never handled within %v, e.g. %v", len(logs.handled.missing(published)),
+		len(published), settleTimeout, firstFew(logs.handled.missing(published), 5))
 }
 
 // buildWorker builds the worker program (internal/worker) into a temporary directory.
