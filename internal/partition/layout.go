@@ -2,7 +2,6 @@ package partition
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strconv"
 
 	"github.com/relq/relq/backend"
@@ -66,7 +65,17 @@ func (l *Layout) Name(i int) string { return l.names[i] }
 // ForKey returns the partition of a message key: FNV-1a (32 bits) of the key's bytes modulo
 // the count. It never changes, since messages already stored depend on it.
 func (l *Layout) ForKey(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(len(l.names)))
+	return int(fnv32a(key) % uint32(len(l.names)))
+}
+
+// fnv32a is FNV-1a, 32 bits, of s (hash/fnv's New32a), without allocating: it runs on every
+// publish of a key and every call on a topic.
+func fnv32a(s string) uint32 {
+	const offset, prime = 2166136261, 16777619
+	h := uint32(offset)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= prime
+	}
+	return h
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"time"
 
@@ -101,11 +100,7 @@ type singleEntry struct {
 }
 
 // slotOf is the table entry of a one-partition topic.
-func slotOf(name string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(name))
-	return int(h.Sum32() % singleSlots)
-}
+func slotOf(name string) int { return int(fnv32a(name) % singleSlots) }
 
 // singleTopic is the layout of a topic of one partition: the topic itself.
 func singleTopic(name string) *topic {
