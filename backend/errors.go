@@ -112,3 +112,19 @@ func (e *ConfigError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidConfig) true.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// PartialError reports a batch call (Ack, Nack) of a partitioned topic that failed on some
+// partitions: the topic spans several primaries, and one of them can fail alone. Failed lists
+// the indexes, in the call's Items, of the items to send again (possibly all of them); every
+// other item is settled. A caller that sends those again later, and its next results at once,
+// keeps the other partitions moving while one primary fails over.
+type PartialError struct {
+	Failed []int
+	Err    error // the first failure
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("relq: %d items of the call not settled: %v", len(e.Failed), e.Err)
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }

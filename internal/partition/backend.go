@@ -3,6 +3,8 @@ package partition
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/relq/relq/backend"
@@ -52,16 +54,32 @@ func (b *Backend) Capabilities() backend.Capabilities {
 }
 
 // each runs f for partitions 0..n-1 (or those listed), at most fanout at a time, and returns
-// the first error.
+// their errors joined.
 func each(ctx context.Context, parts []int, f func(ctx context.Context, i int) error) error {
+	failed := eachFailed(ctx, parts, f)
+	if len(failed) == 0 {
+		return nil
+	}
+	errs := make([]error, 0, len(failed))
+	for _, i := range slices.Sorted(maps.Keys(failed)) {
+		errs = append(errs, failed[i])
+	}
+	return errors.Join(errs...)
+}
+
+// eachFailed runs f as each does, and returns the error of each partition that failed.
+func eachFailed(ctx context.Context, parts []int, f func(ctx context.Context, i int) error) map[int]error {
 	if len(parts) == 1 {
-		return f(ctx, parts[0])
+		if err := f(ctx, parts[0]); err != nil {
+			return map[int]error{parts[0]: err}
+		}
+		return nil
 	}
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, fanout)
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed map[int]error
+		sem    = make(chan struct{}, fanout)
 	)
 	for _, i := range parts {
 		wg.Add(1)
@@ -70,16 +88,54 @@ func each(ctx context.Context, parts []int, f func(ctx context.Context, i int) e
 			defer func() { <-sem; wg.Done() }()
 			if err := f(ctx, i); err != nil {
 				mu.Lock()
-				errs = append(errs, err)
+				if failed == nil {
+					failed = map[int]error{}
+				}
+				failed[i] = err
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if len(errs) == 0 {
+	return failed
+}
+
+// partial is the error of a settle call whose partitions in failed did not answer: nil when
+// none failed, and otherwise a *backend.PartialError listing the items of the failed
+// partitions, so that the caller sends only those again, and later, while the results that
+// follow go on to the partitions that answer (even when this call's were all on failed ones).
+func partial[T any](items []T, t *topic, id func(T) string, failed map[int]error) error {
+	if len(failed) == 0 {
 		return nil
 	}
-	return errors.Join(errs...)
+	var first error
+	for _, i := range slices.Sorted(maps.Keys(failed)) {
+		first = failed[i]
+		break
+	}
+	pe := &backend.PartialError{Err: first}
+	for j, it := range items {
+		if i, _, ok := t.split(id(it)); ok {
+			if _, bad := failed[i]; bad {
+				pe.Failed = append(pe.Failed, j)
+			}
+		}
+	}
+	return pe
+}
+
+// without drops the partitions in failed from parts: what a call settled.
+func without[T any](parts map[int][]T, failed map[int]error) map[int][]T {
+	if len(failed) == 0 {
+		return parts
+	}
+	out := make(map[int][]T, len(parts))
+	for i, items := range parts {
+		if _, bad := failed[i]; !bad {
+			out[i] = items
+		}
+	}
+	return out
 }
 
 // all lists the partitions 0..n-1.

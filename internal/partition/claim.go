@@ -87,15 +87,18 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 	} else {
 		ask = all(m.t.layout.Count())
 	}
-	if len(ask) == 0 {
-		return nil, nil
-	}
 	count := max(p.Count, 1)
+	var out []backend.Delivery
+	if m.isMember() && !p.Ordered {
+		out = m.takeLate(count)
+	}
+	if len(ask) == 0 {
+		return out, nil
+	}
 	start := m.rotate(len(ask))
 	var (
-		out      []backend.Delivery
-		failed   int
-		firstErr error
+		failed, late int
+		firstErr     error
 	)
 	for k := 0; k < len(ask) && len(out) < count; k++ {
 		i := ask[(start+k)%len(ask)]
@@ -106,9 +109,16 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 		want := count - len(out)
 		var ds []backend.Delivery
 		var err error
-		if p.Ordered {
+		switch {
+		case p.Ordered:
 			ds, _, err = b.claimOrdered(ctx, m.t, i, p, 0)
-		} else {
+		case m.isMember():
+			var slow bool
+			if ds, err, slow = b.claimMember(ctx, m, i, p, want, version); slow {
+				late++
+				continue
+			}
+		default:
 			ds, err = b.inner.Claim(ctx, &backend.ClaimParams{
 				Topic: m.t.layout.Name(i), Group: p.Group, Consumer: p.Consumer,
 				Count: want, Lease: p.Lease,
@@ -139,7 +149,7 @@ func (b *Backend) round(ctx context.Context, m *member, p *backend.ClaimParams) 
 			out = append(out, d)
 		}
 	}
-	if len(out) == 0 && failed > 0 && failed == len(ask) {
+	if len(out) == 0 && failed > 0 && failed+late == len(ask) {
 		return nil, firstErr
 	}
 	return out, nil

@@ -52,6 +52,12 @@ type member struct {
 	// failing holds the partitions whose last claim failed (their primary did not answer):
 	// when to ask again, and the wait after the next failure.
 	failing map[int]retryAt
+	// syncFail is when to sync again after the assignment's slot did not answer.
+	syncFail retryAt
+	// late holds the claims a round stopped waiting for, by partition, and kept what they
+	// brought that no round handed out yet (late.go).
+	late map[int]*lateClaim
+	kept []keptDelivery
 }
 
 // retryAt is when a failing partition is asked again, and the wait after its next failure.
@@ -66,6 +72,10 @@ const (
 	failWaitMin = 100 * time.Millisecond
 	failWaitMax = 2 * time.Second
 )
+
+// syncFailMax bounds the wait before a member syncs again after its sync failed: once the
+// assignment's slot answers again, shares move again within it.
+const syncFailMax = time.Second
 
 type members struct {
 	mu sync.Mutex
@@ -159,6 +169,7 @@ func (b *Backend) sync(ctx context.Context, m *member, lease time.Duration) ([]i
 	age := now.Sub(m.synced)
 	heard := m.bell.shuffled()
 	due := age >= syncEvery(lease) || (len(m.owned) < m.quota && age >= syncShort) || m.synced.IsZero() || heard != m.heard
+	due = due && !now.Before(m.syncFail.at)
 	owned := slices.Clone(m.owned)
 	joined := m.synced.IsZero()
 	m.mu.Unlock()
@@ -179,10 +190,13 @@ func (b *Backend) sync(ctx context.Context, m *member, lease time.Duration) ([]i
 			return owned, err
 		}
 		// The group's assignment lives on the topic's own slot: while its primary does not
-		// answer, the member keeps its share, and tries again after a period. Nobody can move
-		// a partition meanwhile, since every member's sync fails alike.
+		// answer, the member keeps its share, and tries again after a wait that grows from a
+		// period to failWaitMax, so that its rounds go on claiming meanwhile rather than
+		// spending each period in a sync that times out. Nobody can move a partition
+		// meanwhile, since every member's sync fails alike.
 		m.mu.Lock()
-		m.synced = now
+		wait := max(syncEvery(lease), min(2*m.syncFail.wait, syncFailMax))
+		m.syncFail = retryAt{at: time.Now().Add(wait), wait: wait}
 		m.mu.Unlock()
 		return owned, nil
 	}
@@ -193,6 +207,7 @@ func (b *Backend) sync(ctx context.Context, m *member, lease time.Duration) ([]i
 	m.mu.Lock()
 	changed := a.Members != m.members
 	m.owned, m.quota, m.synced, m.heard, m.members = slices.Clone(owned), a.Quota, now, heard, a.Members
+	m.syncFail = retryAt{}
 	m.mu.Unlock()
 	// A join, or a member that left or died, changes every member's quota: the first member
 	// to see it has the others sync now.
@@ -210,7 +225,7 @@ func (m *member) nextSync() time.Duration {
 	if len(m.owned) < m.quota {
 		every = syncShort
 	}
-	return max(every-time.Since(m.synced), time.Millisecond)
+	return max(every-time.Since(m.synced), time.Until(m.syncFail.at), time.Millisecond)
 }
 
 // toAsk lists the owned partitions a round asks: those rung since they were found drained,
@@ -226,6 +241,9 @@ func (m *member) toAsk(owned []int) []int {
 		if f, ok := m.failing[i]; ok && now.Before(f.at) {
 			continue
 		}
+		if _, ok := m.late[i]; ok {
+			continue
+		}
 		v, known := m.seen[i]
 		if sweep || !known || m.full[i] || v != m.bell.version(i) {
 			out = append(out, i)
@@ -235,10 +253,15 @@ func (m *member) toAsk(owned []int) []int {
 }
 
 // failed records a claim from partition i that failed: it is asked again after a wait that
-// doubles with each failure in a row.
+// doubles with each failure in a row. The next round asks every other partition: the bell,
+// which tells the member which ones got messages, may ride on the primary that failed.
 func (m *member) failed(i int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.failedLocked(i)
+}
+
+func (m *member) failedLocked(i int) {
 	if m.failing == nil {
 		m.failing = map[int]retryAt{}
 	}
@@ -248,12 +271,17 @@ func (m *member) failed(i int) {
 		m.seen, m.full = map[int]uint64{}, map[int]bool{}
 	}
 	m.full[i] = true // asked once its wait is over, whatever the bell says
+	m.sweep = true
 }
 
 // asked records a claim from partition i that began at the bell's version v and filled up or not.
 func (m *member) asked(i int, v uint64, filled bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.askedLocked(i, v, filled)
+}
+
+func (m *member) askedLocked(i int, v uint64, filled bool) {
 	if m.seen == nil {
 		m.seen, m.full = map[int]uint64{}, map[int]bool{}
 	}

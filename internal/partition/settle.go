@@ -28,7 +28,7 @@ func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckRes
 	parts, rest := byPartition(p.Items, t, heldID, setHeldID)
 	var mu sync.Mutex
 	res := backend.AckResult{Stale: len(rest)}
-	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+	failed := eachFailed(ctx, keysOf(parts), func(ctx context.Context, i int) error {
 		r, err := b.inner.Ack(ctx, &backend.AckParams{Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer, Items: parts[i]})
 		mu.Lock()
 		defer mu.Unlock()
@@ -36,10 +36,8 @@ func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckRes
 		res.Stale += r.Stale
 		return err
 	})
-	if err == nil {
-		b.settledOrdered(ctx, t, k, settledIDs(parts, heldID))
-	}
-	return res, err
+	b.settledOrdered(ctx, t, k, settledIDs(without(parts, failed), heldID))
+	return res, partial(p.Items, t, heldID, failed)
 }
 
 // settledIDs lists the inner IDs a call carried, by partition: an ordered delivery among them
@@ -69,7 +67,7 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 	var mu sync.Mutex
 	var requeued []int
 	res := backend.NackResult{Stale: len(rest)}
-	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+	failed := eachFailed(ctx, keysOf(parts), func(ctx context.Context, i int) error {
 		items := parts[i]
 		if id := b.inflightOf(k, i); id != "" {
 			items = slices.Clone(items)
@@ -101,10 +99,7 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 		res.Stale += r.Stale
 		return err
 	})
-	if err != nil {
-		return res, err
-	}
-	b.settledOrdered(ctx, t, k, settledIDs(parts, nackID))
+	b.settledOrdered(ctx, t, k, settledIDs(without(parts, failed), nackID))
 	if res.Requeued > 0 && !t.single() {
 		now, due := readiness(p.Items, func(n backend.NackItem) time.Duration {
 			if n.DeadLetter {
@@ -115,7 +110,7 @@ func (b *Backend) Nack(ctx context.Context, p *backend.NackParams) (backend.Nack
 		slices.Sort(requeued)
 		b.bells.ring(ctx, b.cfg.Tag(p.Topic), requeued, now, due)
 	}
-	return res, nil
+	return res, partial(p.Items, t, nackID, failed)
 }
 
 // Extend extends each lease in its partition and keeps the consumer's share of the group: a

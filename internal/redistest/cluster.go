@@ -30,6 +30,9 @@ type ClusterOptions struct {
 	// AOF and AppendFsync as in Options.
 	AOF         bool
 	AppendFsync string
+	// Args are more redis-server arguments for every node (for instance
+	// "--cluster-require-full-coverage", "no").
+	Args []string
 }
 
 // StartCluster starts a cluster and waits until every node reports cluster_state:ok. The
@@ -52,11 +55,11 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	c := &Cluster{}
 	addrs := make([]string, 0, n)
 	for range n {
-		s := Start(t, Options{AOF: opts.AOF, AppendFsync: opts.AppendFsync, Args: []string{
+		s := Start(t, Options{AOF: opts.AOF, AppendFsync: opts.AppendFsync, Args: append([]string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.FormatInt(opts.NodeTimeout.Milliseconds(), 10),
-		}})
+		}, opts.Args...)})
 		c.Nodes = append(c.Nodes, s)
 		addrs = append(addrs, s.Addr())
 	}
