@@ -26,6 +26,7 @@ import (
 	"github.com/relq/relq/internal/keys"
 	"github.com/relq/relq/internal/redistest"
 	"github.com/relq/relq/metrics"
+	"github.com/relq/relq/partition"
 	"github.com/relq/relq/pubsub"
 )
 
@@ -208,58 +209,76 @@ func groupSeries(backend, topic, group string, ready, delayed, pending, dead int
 
 // Every adapter reports the exact state it was brought to, per topic and group, and a topic
 // that does not exist reports nothing.
+//
+// On topics created with partitions (4 and 3 here), the collector, given the plain adapter,
+// reports each as one topic with the counts of its partitions added up: the same series.
 func TestCollectorReportsStats(t *testing.T) {
 	t.Parallel()
 	for _, a := range adapters {
-		t.Run(a.name, func(t *testing.T) {
-			t.Parallel()
-			b := newBackend(t, a.name)
-			fill(t, b)
-			c, err := metrics.NewCollector(metrics.CollectorConfig{
-				Backends: []backend.Backend{b},
-				Topics:   []string{"orders", "emails", "missing"},
-			})
-			require.NoError(t, err)
-
-			n := a.name
-			want := map[string]float64{
-				fmt.Sprintf(`relq_stats_up{backend=%q}`, n):                                    1,
-				fmt.Sprintf(`relq_redis_evicts_queue_keys{backend=%q,policy="noeviction"}`, n): 0,
-				fmt.Sprintf(`relq_redis_evicted_keys_total{backend=%q}`, n):                    0,
-				fmt.Sprintf(`relq_topic_backlog_dropped_total{backend=%q,topic="emails"}`, n):  0,
-				fmt.Sprintf(`relq_topic_backlog_dropped_total{backend=%q,topic="orders"}`, n):  0,
+		for _, partitioned := range []bool{false, true} {
+			name := a.name
+			if partitioned {
+				name += "/partitioned"
 			}
-			for _, g := range []map[string]float64{
-				groupSeries(n, "orders", "workers", 0, 1, 1, 1,
-					backend.Counters{Published: 6, Claimed: 5, Acked: 3, Nacked: 1, DeadLettered: 1, StaleNacks: 2}),
-				groupSeries(n, "orders", "audit", 5, 1, 0, 0,
-					backend.Counters{Published: 6, Claimed: 3, Nacked: 1, Reclaimed: 2}),
-				groupSeries(n, "emails", "default", 2, 0, 0, 0, backend.Counters{Published: 2}),
-			} {
-				maps.Copy(want, g)
-			}
-			got := gather(t, c)
-			// Ages run on the Redis clock: where something is ready or pending only their
-			// presence and unit are checked; elsewhere they are exactly 0, as in want.
-			l := func(topic, group string) string {
-				return fmt.Sprintf(`{backend=%q,group=%q,topic=%q}`, n, group, topic)
-			}
-			for _, k := range []string{
-				"relq_oldest_pending_age_seconds" + l("orders", "workers"),
-				"relq_oldest_ready_age_seconds" + l("orders", "audit"),
-				"relq_oldest_ready_age_seconds" + l("emails", "default"),
-			} {
-				takeAge(t, got, k)
-				delete(want, k)
-			}
-			takeAge(t, got, fmt.Sprintf(`relq_stats_scrape_duration_seconds{backend=%q}`, n))
-			require.Equal(t, want, got)
-
-			problems, err := testutil.CollectAndLint(c)
-			require.NoError(t, err)
-			require.Empty(t, problems)
-		})
+			t.Run(name, func(t *testing.T) { testCollectorReportsStats(t, a.name, partitioned) })
+		}
 	}
+}
+
+func testCollectorReportsStats(t *testing.T, adapter string, partitioned bool) {
+	t.Parallel()
+	b := newBackend(t, adapter)
+	if partitioned {
+		ctx := context.Background()
+		require.NoError(t, partition.Create(ctx, b, "orders", 4))
+		require.NoError(t, partition.Create(ctx, b, "emails", 3))
+		fill(t, partition.Open(b))
+	} else {
+		fill(t, b)
+	}
+	c, err := metrics.NewCollector(metrics.CollectorConfig{
+		Backends: []backend.Backend{b},
+		Topics:   []string{"orders", "emails", "missing"},
+	})
+	require.NoError(t, err)
+
+	n := adapter
+	want := map[string]float64{
+		fmt.Sprintf(`relq_stats_up{backend=%q}`, n):                                    1,
+		fmt.Sprintf(`relq_redis_evicts_queue_keys{backend=%q,policy="noeviction"}`, n): 0,
+		fmt.Sprintf(`relq_redis_evicted_keys_total{backend=%q}`, n):                    0,
+		fmt.Sprintf(`relq_topic_backlog_dropped_total{backend=%q,topic="emails"}`, n):  0,
+		fmt.Sprintf(`relq_topic_backlog_dropped_total{backend=%q,topic="orders"}`, n):  0,
+	}
+	for _, g := range []map[string]float64{
+		groupSeries(n, "orders", "workers", 0, 1, 1, 1,
+			backend.Counters{Published: 6, Claimed: 5, Acked: 3, Nacked: 1, DeadLettered: 1, StaleNacks: 2}),
+		groupSeries(n, "orders", "audit", 5, 1, 0, 0,
+			backend.Counters{Published: 6, Claimed: 3, Nacked: 1, Reclaimed: 2}),
+		groupSeries(n, "emails", "default", 2, 0, 0, 0, backend.Counters{Published: 2}),
+	} {
+		maps.Copy(want, g)
+	}
+	got := gather(t, c)
+	// Ages run on the Redis clock: where something is ready or pending only their
+	// presence and unit are checked; elsewhere they are exactly 0, as in want.
+	l := func(topic, group string) string {
+		return fmt.Sprintf(`{backend=%q,group=%q,topic=%q}`, n, group, topic)
+	}
+	for _, k := range []string{
+		"relq_oldest_pending_age_seconds" + l("orders", "workers"),
+		"relq_oldest_ready_age_seconds" + l("orders", "audit"),
+		"relq_oldest_ready_age_seconds" + l("emails", "default"),
+	} {
+		takeAge(t, got, k)
+		delete(want, k)
+	}
+	takeAge(t, got, fmt.Sprintf(`relq_stats_scrape_duration_seconds{backend=%q}`, n))
+	require.Equal(t, want, got)
+
+	problems, err := testutil.CollectAndLint(c)
+	require.NoError(t, err)
+	require.Empty(t, problems)
 }
 
 // topicLister gives a backend that cannot list its topics yet the ability, from a list the
@@ -485,5 +504,23 @@ func TestCollectorSkipsForeignGroups(t *testing.T) {
 	require.Equal(t, 1.0, m[`relq_ready{backend="streams",group="default",topic="events"}`])
 	for k := range m {
 		require.NotContains(t, k, "other app")
+	}
+}
+
+// A topic created with partitions is discovered as one topic, not as its partitions.
+func TestCollectorDiscoversAPartitionedTopic(t *testing.T) {
+	t.Parallel()
+	for _, a := range adapters {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBackend(t, a.name)
+			require.NoError(t, partition.Create(context.Background(), b, "p", 4))
+			subscribed(t, partition.Open(b), "p")
+			publish(t, b, "p", 8, 0)
+			c, err := metrics.NewCollector(metrics.CollectorConfig{Backends: []backend.Backend{b}})
+			require.NoError(t, err)
+			require.Equal(t, 8.0, gather(t, c)[fmt.Sprintf(`relq_ready{backend=%q,group="default",topic="p"}`, a.name)])
+			require.Equal(t, 1, testutil.CollectAndCount(c, "relq_ready"), "one series: the topic, not its partitions")
+		})
 	}
 }
