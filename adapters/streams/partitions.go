@@ -3,7 +3,8 @@ package streams
 import "github.com/relq/relq/internal/partition"
 
 // init tells relq's partitioned topics how this backend names a topic's keys: {prefix:topic}
-// in FormatNative, {topic} in FormatWatermill (see topicKeys).
+// in FormatNative, {topic} in FormatWatermill (see topicKeys); and how to queue a publish on a
+// pipeline.
 func init() {
 	partition.Register(func(x any) (partition.Config, bool) {
 		b, ok := x.(*Backend)
@@ -11,12 +12,15 @@ func init() {
 			return partition.Config{}, false
 		}
 		if b.opts.Format != FormatWatermill {
-			return partition.NativeConfig(b.client, b.opts.Prefix, 0), true
+			c := partition.NativeConfig(b.client, b.opts.Prefix, 0)
+			c.Queue = b.queuePublish
+			return c, true
 		}
 		return partition.Config{
 			Client: b.client,
 			Tag:    func(topic string) string { return "{" + topic + "}" },
 			InUse:  func(topic string) string { return b.topicKeys(topic).meta },
+			Queue:  b.queuePublish,
 		}, true
 	})
 }

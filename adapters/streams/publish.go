@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 )
@@ -35,6 +36,57 @@ func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backen
 // Redis client after a lost reply finds the lane's record its own and appends nothing twice
 // (publish.lua). Tests resend a call with them.
 func (b *Backend) publish(ctx context.Context, p *backend.PublishParams, lane, token string) (backend.PublishResult, error) {
+	tk := b.topicKeys(p.Topic)
+	res, err := publishScript.Run(ctx, b.client, tk.all(), b.publishArgs(p, lane, token)...).Slice()
+	if err != nil {
+		return backend.PublishResult{}, b.publishError(p.Topic, err)
+	}
+	return b.published(ctx, p.Topic, res), nil
+}
+
+// queuePublish queues Publish's call on pipe (EVALSHA, no fallback), so that a partitioned
+// topic sends the parts of a batch bound for one primary in one round trip; done, once pipe
+// ran, returns the result, or again when the script was not loaded on that primary yet and
+// Publish itself must run (nothing was stored).
+func (b *Backend) queuePublish(ctx context.Context, pipe redis.Pipeliner, p *backend.PublishParams) func() (backend.PublishResult, bool, error) {
+	if err := b.check(ctx, "topic", p.Topic); err != nil {
+		return func() (backend.PublishResult, bool, error) { return backend.PublishResult{}, false, err }
+	}
+	if len(p.Messages) == 0 {
+		return func() (backend.PublishResult, bool, error) { return backend.PublishResult{}, false, nil }
+	}
+	lane, token := b.lanes.Take()
+	cmd := publishScript.EvalSha(ctx, pipe, b.topicKeys(p.Topic).all(), b.publishArgs(p, b.lanes.Field(lane), token)...)
+	return func() (backend.PublishResult, bool, error) {
+		b.lanes.Free(lane)
+		res, err := cmd.Slice()
+		switch {
+		case redis.HasErrorPrefix(err, "NOSCRIPT"):
+			return backend.PublishResult{}, true, nil
+		case err != nil:
+			return backend.PublishResult{}, false, b.publishError(p.Topic, err)
+		}
+		return b.published(ctx, p.Topic, res), false, nil
+	}
+}
+
+// publishError translates publish.lua's error replies.
+func (b *Backend) publishError(topic string, err error) error {
+	if strings.HasPrefix(err.Error(), "RELQFULL") {
+		return &backend.BacklogFullError{Topic: topic, Limit: b.opts.BacklogLimit}
+	}
+	return backendkit.RedisFull(err)
+}
+
+// published is the result of publish.lua's reply res; it finishes what the script reported
+// left to do (expired ephemeral groups, unfinished deletes).
+func (b *Backend) published(ctx context.Context, topic string, res []any) backend.PublishResult {
+	b.tidy(ctx, topic, toStrings(res[1]))
+	return backend.PublishResult{IDs: toStrings(res[0]), BacklogDropped: backendkit.Int(res[2])}
+}
+
+// publishArgs is publish.lua's ARGV for p on lane and token.
+func (b *Backend) publishArgs(p *backend.PublishParams, lane, token string) []any {
 	names := b.codec.names()
 	trim, trimArg := "", int64(0)
 	switch {
@@ -53,16 +105,7 @@ func (b *Backend) publish(ctx context.Context, p *backend.PublishParams, lane, t
 		args = append(args, backendkit.Millis(m.Delay))
 		args = append(args, b.codec.values(m.Envelope)...)
 	}
-	tk := b.topicKeys(p.Topic)
-	res, err := publishScript.Run(ctx, b.client, tk.all(), args...).Slice()
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "RELQFULL") {
-			return backend.PublishResult{}, &backend.BacklogFullError{Topic: p.Topic, Limit: b.opts.BacklogLimit}
-		}
-		return backend.PublishResult{}, backendkit.RedisFull(err)
-	}
-	b.tidy(ctx, p.Topic, toStrings(res[1]))
-	return backend.PublishResult{IDs: toStrings(res[0]), BacklogDropped: backendkit.Int(res[2])}, nil
+	return args
 }
 
 // EnsureGroup registers a durable consumer group on the topic's stream (and the stream),

@@ -177,12 +177,19 @@ func (e *Engine) run(ctx context.Context, verb string, keys []string, args ...an
 // backend.ErrRedisFull.
 func (e *Engine) RunScript(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	cmd := script.Run(ctx, e.client, keys, args...)
-	if err := e.layoutError(cmd.Err()); err != nil {
-		cmd.SetErr(err)
-	} else if err := e.replyError(cmd.Err()); err != nil {
-		cmd.SetErr(err)
-	} else if cmd.Err() != nil {
-		cmd.SetErr(backendkit.RedisFull(cmd.Err()))
+	if err := cmd.Err(); err != nil {
+		cmd.SetErr(e.scriptError(err))
 	}
 	return cmd
+}
+
+// scriptError translates a script's error reply as RunScript does.
+func (e *Engine) scriptError(err error) error {
+	if l := e.layoutError(err); l != nil {
+		return l
+	}
+	if r := e.replyError(err); r != nil {
+		return r
+	}
+	return backendkit.RedisFull(err)
 }

@@ -44,45 +44,16 @@ func (e *Engine) publish(ctx context.Context, p *backend.PublishParams, lane, to
 	head := append(e.topicKeys(topic).list(), e.backlog(topic)...)
 	var restored []string
 	for tries, sweeps := 0, 0; tries < publishTries; {
-		keys := slices.Clone(head)
-		candidates := reg.trustedCandidates(e.tombstoneTTL)
-		args := make([]any, 0, 9+len(reg.groups)+len(candidates)+3*len(msgs))
-		args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), e.backlogRefuse,
-			len(reg.groups), reg.mask(e.tombstoneTTL))
-		for _, g := range reg.groups {
-			keys = append(keys, e.Keys(topic, g).storeOnly()...)
-			args = append(args, g)
-		}
-		args = append(args, len(candidates)/2)
-		args = append(args, candidates...)
-		for _, m := range msgs {
-			prio := 0
-			if e.store.Priority != nil {
-				prio = e.store.Priority(m.Priority)
-			}
-			args = append(args, backendkit.Millis(m.Delay), prio, backend.EncodeEnvelope(m.Envelope))
-		}
+		keys, args := e.publishCall(topic, head, reg, lane, token, msgs)
 		res, err := e.run(ctx, "publish", keys, args...).Slice()
 		if err != nil {
 			return backend.PublishResult{Reregistered: restored}, err
 		}
 		switch backendkit.Int(res[0]) {
 		case 1:
-			last := backendkit.Int(res[1])
-			switch {
-			case len(res) > 5 && backendkit.Int(res[5]) == 1:
-				e.registries.CompareAndSwap(topic, reg, reg.settled()) // no candidate to restore
-			case reg.version != "0":
-				reg.confirmed()
-			}
-			if backendkit.Int(res[3]) == 1 {
-				_ = e.drainTrash(ctx, topic, sweepSteps)
-			}
-			ids := make([]string, len(msgs))
-			for i := range ids {
-				ids[i] = strconv.FormatInt(last-int64(len(ids)-1-i), 10)
-			}
-			return backend.PublishResult{IDs: ids, BacklogDropped: backendkit.Int(res[4]), Reregistered: restored}, nil
+			r := e.published(ctx, topic, reg, res, len(msgs))
+			r.Reregistered = restored
+			return r, nil
 		case 3:
 			return backend.PublishResult{Reregistered: restored}, &backend.BacklogFullError{Topic: topic, Limit: e.backlogLimit}
 		case 4:
@@ -120,6 +91,50 @@ func (e *Engine) publish(ctx context.Context, p *backend.PublishParams, lane, to
 		}
 	}
 	return backend.PublishResult{Reregistered: restored}, fmt.Errorf("%s: publish to %q: its groups kept changing for %d tries", e.store.Name, topic, publishTries)
+}
+
+// publishCall is the keys and arguments of publish.lua storing msgs with the registry reg.
+func (e *Engine) publishCall(topic string, head []string, reg *registry, lane, token string, msgs []backend.OutMessage) ([]string, []any) {
+	keys := slices.Clone(head)
+	candidates := reg.trustedCandidates(e.tombstoneTTL)
+	args := make([]any, 0, 9+len(reg.groups)+len(candidates)+3*len(msgs))
+	args = append(args, reg.version, lane, token, e.backlogLimit, backendkit.Millis(e.backlogTTL), e.backlogRefuse,
+		len(reg.groups), reg.mask(e.tombstoneTTL))
+	for _, g := range reg.groups {
+		keys = append(keys, e.Keys(topic, g).storeOnly()...)
+		args = append(args, g)
+	}
+	args = append(args, len(candidates)/2)
+	args = append(args, candidates...)
+	for _, m := range msgs {
+		prio := 0
+		if e.store.Priority != nil {
+			prio = e.store.Priority(m.Priority)
+		}
+		args = append(args, backendkit.Millis(m.Delay), prio, backend.EncodeEnvelope(m.Envelope))
+	}
+	return keys, args
+}
+
+// published is the result of a publish.lua call that stored n messages (reply res, status
+// 1): it settles what the call taught of the registry and frees a deleted group's trash when
+// the call found some.
+func (e *Engine) published(ctx context.Context, topic string, reg *registry, res []any, n int) backend.PublishResult {
+	last := backendkit.Int(res[1])
+	switch {
+	case len(res) > 5 && backendkit.Int(res[5]) == 1:
+		e.registries.CompareAndSwap(topic, reg, reg.settled()) // no candidate to restore
+	case reg.version != "0":
+		reg.confirmed()
+	}
+	if backendkit.Int(res[3]) == 1 {
+		_ = e.drainTrash(ctx, topic, sweepSteps)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.FormatInt(last-int64(len(ids)-1-i), 10)
+	}
+	return backend.PublishResult{IDs: ids, BacklogDropped: backendkit.Int(res[4])}
 }
 
 // restore registers again the groups publish.lua named (RegisterAgain, durable), and returns

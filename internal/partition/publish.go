@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -10,10 +11,13 @@ import (
 	"github.com/relq/relq/backend"
 )
 
-// Publish splits the batch by partition and publishes the parts concurrently, each in the
-// inner backend's one round trip. It returns nil only once every part is stored; when a part
-// fails the others may be stored, and a retry of the same batch sends every message to the
-// partition it went to before, where the inner backend's own publish rules apply.
+// Publish splits the batch by partition and publishes the parts: with an inner backend that
+// can queue its publish (Config.Queue), on one pipeline, which the client sends to each
+// primary in one round trip, a part whose attempt needs more (a registry to learn, a script
+// to load) then published alone; otherwise concurrently, each in the inner backend's one
+// round trip. It returns nil only once every part is stored; when a part fails the others
+// may be stored, and a retry of the same batch sends every message to the partition it went
+// to before, where the inner backend's own publish rules apply.
 func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backend.PublishResult, error) {
 	if len(p.Messages) == 0 {
 		_, err := b.topics.get(ctx, p.Topic)
@@ -39,7 +43,16 @@ func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backen
 		res = backend.PublishResult{IDs: make([]string, len(p.Messages))}
 		ids = map[int][]string{}
 	)
-	err = each(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+	todo := keysOf(parts)
+	if b.cfg.Queue != nil && len(todo) > 1 {
+		var queued map[int]backend.PublishResult
+		queued, todo, err = b.queuePublish(ctx, l, parts, todo)
+		for i, r := range queued {
+			res.BacklogDropped += r.BacklogDropped
+			ids[i] = r.IDs
+		}
+	}
+	err = cmp.Or(err, each(ctx, todo, func(ctx context.Context, i int) error {
 		r, err := b.inner.Publish(ctx, &backend.PublishParams{Topic: l.Name(i), Messages: parts[i]})
 		mu.Lock()
 		defer mu.Unlock()
@@ -51,7 +64,7 @@ func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backen
 		}
 		ids[i] = r.IDs
 		return err
-	})
+	}))
 	slices.Sort(res.Reregistered)
 	if err != nil {
 		var full *backend.BacklogFullError
@@ -68,6 +81,35 @@ func (b *Backend) Publish(ctx context.Context, p *backend.PublishParams) (backen
 	now, due := readiness(p.Messages, func(m backend.OutMessage) time.Duration { return m.Delay })
 	b.bells.ring(ctx, b.cfg.Tag(p.Topic), keysOf(parts), now, due)
 	return res, nil
+}
+
+// queuePublish publishes the parts listed in todo on one pipeline, and returns the results
+// of those stored and the parts left for the inner Publish (their attempt stored nothing).
+// The error is the first part's that failed; the others' results are returned all the same.
+func (b *Backend) queuePublish(ctx context.Context, l *Layout, parts map[int][]backend.OutMessage, todo []int) (map[int]backend.PublishResult, []int, error) {
+	pipe := b.cfg.Client.Pipeline()
+	dones := make([]func() (backend.PublishResult, bool, error), len(todo))
+	for k, i := range todo {
+		dones[k] = b.cfg.Queue(ctx, pipe, &backend.PublishParams{Topic: l.Name(i), Messages: parts[i]})
+	}
+	_, _ = pipe.Exec(ctx) // each command's own error is read by its done
+	var (
+		stored = make(map[int]backend.PublishResult, len(todo))
+		again  []int
+		first  error
+	)
+	for k, i := range todo {
+		r, retry, err := dones[k]()
+		switch {
+		case err != nil:
+			first = cmp.Or(first, err)
+		case retry:
+			again = append(again, i)
+		default:
+			stored[i] = r
+		}
+	}
+	return stored, again, first
 }
 
 // readiness reports whether any item is ready now, and the earliest positive delay.

@@ -25,7 +25,15 @@ type Config struct {
 	// Partitions is the partition count configured for a topic, 1 to MaxCount, or 0 to take
 	// the count recorded in Redis when the topic was created (1 when none is).
 	Partitions func(topic string) int
+	// Queue, when set, queues the first attempt of the inner backend's Publish on a pipeline
+	// (see QueueFunc): the parts of a batch bound for one primary then go in one round trip.
+	Queue QueueFunc
 }
+
+// QueueFunc queues the first attempt of an inner Publish of p on pipe. done, called once pipe
+// ran, returns its result; again reports an attempt that stored nothing and needs the inner
+// Publish itself (a registry to learn, groups to sweep, a script to load on that primary).
+type QueueFunc func(ctx context.Context, pipe redis.Pipeliner, p *backend.PublishParams) (done func() (res backend.PublishResult, again bool, err error))
 
 // NativeConfig is the Config of relq's adapters in their native key format: a topic's keys
 // carry the tag {prefix:topic} and its meta key shows it in use; every topic has p partitions.
