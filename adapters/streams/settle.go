@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/relq/relq/backend"
 	"github.com/relq/relq/internal/backendkit"
 )
@@ -18,6 +19,16 @@ func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckRes
 	}
 	k := b.groupKeys(p.Topic, p.Group)
 	return backendkit.Ack(ctx, b.client, ackScript, k.ackKeys(), []any{p.Group, p.Consumer, b.deleteOnAck()}, p.Items)
+}
+
+// queueAck queues Ack's call on pipe (see backendkit.QueueAck): a partitioned topic acks its
+// partitions on one primary in one round trip.
+func (b *Backend) queueAck(ctx context.Context, pipe redis.Pipeliner, p *backend.AckParams) (func() (backend.AckResult, bool, error), bool) {
+	if err := b.check(ctx, "topic", p.Topic, "group", p.Group, "consumer", p.Consumer); err != nil {
+		return func() (backend.AckResult, bool, error) { return backend.AckResult{}, false, err }, true
+	}
+	k := b.groupKeys(p.Topic, p.Group)
+	return backendkit.QueueAck(ctx, pipe, ackScript, k.ackKeys(), []any{p.Group, p.Consumer, b.deleteOnAck()}, p.Items), true
 }
 
 // Nack runs nack.lua. Fenced on (consumer, attempt), read from the PEL. A retry keeps the

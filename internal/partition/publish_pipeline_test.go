@@ -4,8 +4,10 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -55,7 +57,7 @@ func (r *roundTrips) reset() {
 	r.single, r.pipelines = map[string]int{}, nil
 }
 
-// A batch spanning partitions goes to the partitions in one pipeline (one round trip per
+// A batch spanning partitions goes to the partitions in one pipeline, and so do its acks (one round trip per
 // primary; here, one Redis), not in a call per partition, on every backend; and when the
 // scripts are not loaded (SCRIPT FLUSH, a primary just promoted), the parts are published
 // alone and nothing is lost or stored twice.
@@ -104,12 +106,39 @@ func TestABatchGoesToItsPartitionsInOnePipeline(t *testing.T) {
 			require.Zero(t, counts.single["evalsha"]+counts.single["eval"], "no call of its own: %v", counts.single)
 			counts.mu.Unlock()
 
+			// The acks of a batch spanning partitions go in one pipeline too.
+			ds, err := b.Claim(ctx, &backend.ClaimParams{Topic: "orders", Group: "g", Consumer: "c", Count: 64, Lease: time.Minute})
+			require.NoError(t, err)
+			require.Len(t, ds, 64)
+			items := make([]backend.Held, len(ds))
+			for j, d := range ds {
+				items[j] = backend.Held{ID: d.ID, Attempt: d.Attempt}
+			}
+			first, err := b.Ack(ctx, &backend.AckParams{Topic: "orders", Group: "g", Consumer: "c", Items: items[:1]}) // loads the script
+			require.NoError(t, err)
+			require.Equal(t, backend.AckResult{Acked: 1}, first)
+			touched := map[string]bool{} // partitions, by the IDs' prefix
+			for _, it := range items[1:] {
+				touched[it.ID[:strings.IndexByte(it.ID, ':')]] = true
+			}
+			require.Greater(t, len(touched), 1, "the claim spans partitions")
+			counts.reset()
+			acked, err := b.Ack(ctx, &backend.AckParams{Topic: "orders", Group: "g", Consumer: "c", Items: items[1:]})
+			require.NoError(t, err)
+			require.Equal(t, backend.AckResult{Acked: 63}, acked)
+			counts.mu.Lock()
+			require.Len(t, counts.pipelines, 1, "one round trip: %v", counts.pipelines)
+			require.Equal(t, slices.Repeat([]string{"evalsha"}, len(touched)), counts.pipelines[0], "an ack call per partition in it")
+			require.Zero(t, counts.single["evalsha"]+counts.single["eval"], "no call of its own: %v", counts.single)
+			counts.mu.Unlock()
+
 			require.NoError(t, client.ScriptFlush(ctx).Err())
 			_, err = b.Publish(ctx, &backend.PublishParams{Topic: "orders", Messages: batch()})
 			require.NoError(t, err, "scripts not loaded: each part is published alone")
 			s, err := b.Stats(ctx, &backend.StatsParams{Topic: "orders", Group: "g"})
 			require.NoError(t, err)
-			require.Equal(t, int64(3*64), s.Ready, "every message stored once")
+			require.Equal(t, int64(3*64-64), s.Ready, "every message stored once")
+
 		})
 	}
 }

@@ -28,16 +28,64 @@ func (b *Backend) Ack(ctx context.Context, p *backend.AckParams) (backend.AckRes
 	parts, rest := byPartition(p.Items, t, heldID, setHeldID)
 	var mu sync.Mutex
 	res := backend.AckResult{Stale: len(rest)}
-	failed := eachFailed(ctx, keysOf(parts), func(ctx context.Context, i int) error {
+	todo, failed := keysOf(parts), map[int]error(nil)
+	if b.cfg.QueueAck != nil && len(todo) > 1 {
+		todo, failed = b.queueAck(ctx, t, p, parts, todo, &res)
+	}
+	for i, err := range eachFailed(ctx, todo, func(ctx context.Context, i int) error {
 		r, err := b.inner.Ack(ctx, &backend.AckParams{Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer, Items: parts[i]})
 		mu.Lock()
 		defer mu.Unlock()
 		res.Acked += r.Acked
 		res.Stale += r.Stale
 		return err
-	})
+	}) {
+		if failed == nil {
+			failed = map[int]error{}
+		}
+		failed[i] = err
+	}
 	b.settledOrdered(ctx, t, k, settledIDs(without(parts, failed), heldID))
 	return res, partial(p.Items, t, heldID, failed)
+}
+
+// queueAck acks the parts listed in todo on one pipeline (Config.QueueAck), adding their
+// counts to res, and returns the parts left for the inner Ack (those it cannot queue, and
+// those whose attempt acked nothing) and the errors of those that failed.
+func (b *Backend) queueAck(ctx context.Context, t *topic, p *backend.AckParams, parts map[int][]backend.Held, todo []int, res *backend.AckResult) (left []int, failed map[int]error) {
+	pipe := b.cfg.Client.Pipeline()
+	queued := make(map[int]func() (backend.AckResult, bool, error), len(todo))
+	for _, i := range todo {
+		done, ok := b.cfg.QueueAck(ctx, pipe, &backend.AckParams{Topic: t.layout.Name(i), Group: p.Group, Consumer: p.Consumer, Items: parts[i]})
+		if !ok {
+			left = append(left, i)
+			continue
+		}
+		queued[i] = done
+	}
+	if len(queued) > 0 {
+		_, _ = pipe.Exec(ctx) // each command's own error is read by its done
+	}
+	for _, i := range todo {
+		done, ok := queued[i]
+		if !ok {
+			continue
+		}
+		r, again, err := done()
+		switch {
+		case err != nil:
+			if failed == nil {
+				failed = map[int]error{}
+			}
+			failed[i] = err
+		case again:
+			left = append(left, i)
+		default:
+			res.Acked += r.Acked
+			res.Stale += r.Stale
+		}
+	}
+	return left, failed
 }
 
 // settledIDs lists the inner IDs a call carried, by partition: an ordered delivery among them

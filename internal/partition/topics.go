@@ -28,6 +28,10 @@ type Config struct {
 	// Queue, when set, queues the first attempt of the inner backend's Publish on a pipeline
 	// (see QueueFunc): the parts of a batch bound for one primary then go in one round trip.
 	Queue QueueFunc
+	// QueueAck, when set, queues the inner backend's Ack on a pipeline, or reports (ok false)
+	// a batch it cannot queue: the acks of a batch bound for one primary then go in one round
+	// trip. done reports again, as QueueFunc's does, an ack that must be sent by Ack itself.
+	QueueAck func(ctx context.Context, pipe redis.Pipeliner, p *backend.AckParams) (done func() (res backend.AckResult, again bool, err error), ok bool)
 }
 
 // QueueFunc queues the first attempt of an inner Publish of p on pipe. done, called once pipe
