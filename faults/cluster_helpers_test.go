@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -158,4 +159,55 @@ func roundTrip(t *testing.T, b backend.Backend, cfg pubsub.PublisherConfig, topi
 		waitSettled(t, b, topic)
 	}
 	return got.distinct(), got.duplicates()
+}
+
+// keepPublishing sends next()'s messages with send until stop is closed: each batch again
+// every 50 ms until send returns nil, then the next one after failoverPace. record learns of
+// every attempt: its messages, when it started and its error.
+func keepPublishing(stop <-chan struct{}, next func() []*message.Message, send func([]*message.Message) error,
+	record func(msgs []*message.Message, start time.Time, err error)) {
+	for {
+		msgs := next()
+		for {
+			start := time.Now()
+			err := send(msgs)
+			record(msgs, start, err)
+			if err == nil {
+				break
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(failoverPace):
+		}
+	}
+}
+
+// closeOnce closes stop unless it is closed already.
+func closeOnce(stop chan struct{}) {
+	select {
+	case <-stop:
+	default:
+		close(stop)
+	}
+}
+
+// consumeNoting acks every message until the subscriber closes ch, noting in first (under
+// mu) when each was first handled, and in handled every handling.
+func consumeNoting(ch <-chan *message.Message, mu *sync.Mutex, first map[string]time.Time, handled *tally) {
+	for msg := range ch {
+		mu.Lock()
+		if _, ok := first[msg.UUID]; !ok {
+			first[msg.UUID] = time.Now()
+		}
+		mu.Unlock()
+		handled.add(msg.UUID)
+		msg.Ack()
+	}
 }

@@ -240,57 +240,29 @@ func startFailoverRun(t *testing.T, name string, b backend.Backend, byPrimary ma
 
 // consume handles until the subscriber closes the channel.
 func (r *failoverRun) consume(ch <-chan *message.Message) {
-	for msg := range ch {
-		r.mu.Lock()
-		if _, ok := r.firstHandle[msg.UUID]; !ok {
-			r.firstHandle[msg.UUID] = time.Now()
-		}
-		r.mu.Unlock()
-		r.handled.add(msg.UUID)
-		msg.Ack()
-	}
+	consumeNoting(ch, &r.mu, r.firstHandle, r.handled)
 }
 
 // publish publishes batches of r.batch messages, each batch until a Publish call returns nil.
 func (r *failoverRun) publish(pub *pubsub.Publisher, topic string) {
 	defer r.wg.Done()
-	for {
-		msgs := faultMessages(r.batch)
-		for {
-			start := time.Now()
-			err := pub.Publish(topic, msgs...)
+	keepPublishing(r.stop, func() []*message.Message { return faultMessages(r.batch) },
+		func(msgs []*message.Message) error { return pub.Publish(topic, msgs...) },
+		func(msgs []*message.Message, start time.Time, err error) {
 			r.mu.Lock()
-			if err == nil {
-				for _, m := range msgs {
-					r.stored = append(r.stored, storedMsg{uuid: m.UUID, topic: topic, start: start})
-				}
-			} else {
+			defer r.mu.Unlock()
+			if err != nil {
 				r.failures++
-			}
-			r.mu.Unlock()
-			if err == nil {
-				break
-			}
-			select {
-			case <-r.stop:
 				return
-			case <-time.After(50 * time.Millisecond):
 			}
-		}
-		select {
-		case <-r.stop:
-			return
-		case <-time.After(failoverPace):
-		}
-	}
+			for _, m := range msgs {
+				r.stored = append(r.stored, storedMsg{uuid: m.UUID, topic: topic, start: start})
+			}
+		})
 }
 
 func (r *failoverRun) stopPublishing() {
-	select {
-	case <-r.stop:
-	default:
-		close(r.stop)
-	}
+	closeOnce(r.stop)
 	r.wg.Wait()
 }
 

@@ -160,15 +160,7 @@ func startPartitionRun(t *testing.T, name string, b backend.Backend, layout *par
 }
 
 func (r *partitionRun) consume(ch <-chan *message.Message) {
-	for msg := range ch {
-		r.mu.Lock()
-		if _, ok := r.handledAt[msg.UUID]; !ok {
-			r.handledAt[msg.UUID] = time.Now()
-		}
-		r.mu.Unlock()
-		r.handled.add(msg.UUID)
-		msg.Ack()
-	}
+	consumeNoting(ch, &r.mu, r.handledAt, r.handled)
 }
 
 // keyOf returns a key of partition p.
@@ -183,45 +175,28 @@ func keyOf(l *partition.Layout, p int) string {
 // publish sends single messages of key, each until its Publish returns nil.
 func (r *partitionRun) publish(pub *pubsub.Publisher, key string) {
 	defer r.wg.Done()
-	for {
+	next := func() []*message.Message {
 		msg := message.NewMessage(watermill.NewUUID(), []byte("m"))
 		pubsub.SetKey(msg, key)
 		r.mu.Lock()
 		r.partOf[msg.UUID] = r.layout.ForKey(key)
 		r.mu.Unlock()
-		for {
-			start := time.Now()
-			err := pub.Publish(r.layout.Topic(), msg)
-			r.mu.Lock()
-			if err == nil {
-				r.stored = append(r.stored, storedMsg{uuid: msg.UUID, start: start})
-			} else {
-				r.failures++
-			}
-			r.mu.Unlock()
-			if err == nil {
-				break
-			}
-			select {
-			case <-r.stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		select {
-		case <-r.stop:
-			return
-		case <-time.After(failoverPace):
-		}
+		return []*message.Message{msg}
 	}
+	keepPublishing(r.stop, next, func(msgs []*message.Message) error { return pub.Publish(r.layout.Topic(), msgs...) },
+		func(msgs []*message.Message, start time.Time, err error) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if err != nil {
+				r.failures++
+				return
+			}
+			r.stored = append(r.stored, storedMsg{uuid: msgs[0].UUID, start: start})
+		})
 }
 
 func (r *partitionRun) stopPublishing() {
-	select {
-	case <-r.stop:
-	default:
-		close(r.stop)
-	}
+	closeOnce(r.stop)
 	r.wg.Wait()
 }
 
